@@ -1,0 +1,31 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check orchestrator providers tests examples bench
+	$(VENV)/bin/ruff format --check orchestrator providers tests examples bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+test: $(STAMP) lint typecheck
+	$(VENV)/bin/pytest -q
+
+demo: $(STAMP)
+	$(PY) examples/basic_failover.py
+	$(PY) examples/retry_schedule.py
+
+bench: $(STAMP)
+	$(PY) bench/engine_overhead.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

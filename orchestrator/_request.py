@@ -1,0 +1,164 @@
+"""Request, Response and Usage: the immutable values that travel through a chain."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["Message", "Request", "Response", "Usage"]
+
+_ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text."""
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(
+                f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}"
+            )
+        if not isinstance(self.content, str):
+            raise TypeError(
+                f"Message.content: expected str, got {type(self.content).__name__}"
+            )
+
+
+def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
+    out = []
+    for i, m in enumerate(messages):
+        if isinstance(m, Message):
+            out.append(m)
+        elif isinstance(m, Mapping):
+            if "role" not in m or "content" not in m:
+                raise ValueError(
+                    f"Request.messages[{i}]: needs 'role' and 'content' keys, got {sorted(m)}"
+                )
+            out.append(Message(str(m["role"]), m["content"]))
+        else:
+            raise TypeError(
+                f"Request.messages[{i}]: expected a dict or Message, got {type(m).__name__}"
+            )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to ask: ``Request(prompt=...)`` or ``Request(messages=[...], system=...)``.
+
+    Immutable: use :meth:`replace` for a changed copy. ``prompt`` is the last
+    user message's text. Generation options (``max_tokens``, ``temperature``,
+    ``stop``) and ``json_schema`` (set by the engine for ``schema=``) travel
+    with it; ``metadata`` is free-form and never sent to providers.
+    """
+
+    messages: tuple[Message, ...] = ()
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    json_schema: Mapping[str, Any] | None = None
+    schema_name: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __init__(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Iterable[Message | Mapping[str, Any]] | None = None,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Iterable[str] = (),
+        json_schema: Mapping[str, Any] | None = None,
+        schema_name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        msgs = _to_messages(messages or ())
+        if prompt is not None:
+            if not isinstance(prompt, str):
+                raise TypeError(f"Request.prompt: expected str, got {type(prompt).__name__}")
+            msgs = (*msgs, Message("user", prompt))
+        if not msgs:
+            raise ValueError("Request: give prompt='...' or a non-empty messages=[...]")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ValueError(f"Request.max_tokens: {max_tokens!r} must be a positive int")
+        s = object.__setattr__
+        s(self, "messages", msgs)
+        s(self, "system", system)
+        s(self, "max_tokens", max_tokens)
+        s(self, "temperature", temperature)
+        s(self, "stop", tuple(stop))
+        s(self, "json_schema", json_schema)
+        s(self, "schema_name", schema_name)
+        s(self, "metadata", MappingProxyType(dict(metadata or {})))
+
+    @property
+    def prompt(self) -> str:
+        """The last user message's text ("" when there is none)."""
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return m.content
+        return ""
+
+    def replace(self, *, prompt: str | None = None, **changes: Any) -> Request:
+        """A changed copy; ``prompt=`` replaces the last user message's text."""
+        messages = changes.pop("messages", self.messages)
+        msgs = list(_to_messages(messages))
+        if prompt is not None:
+            for i in range(len(msgs) - 1, -1, -1):
+                if msgs[i].role == "user":
+                    msgs[i] = Message("user", prompt)
+                    break
+            else:
+                msgs.append(Message("user", prompt))
+        current = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "messages"
+        }
+        unknown = set(changes) - set(current)
+        if unknown:
+            raise TypeError(
+                f"Request.replace: unknown field(s) {sorted(unknown)}; "
+                f"allowed: prompt, messages, {', '.join(sorted(current))}"
+            )
+        current.update(changes)
+        return Request(messages=msgs, **current)
+
+    def __repr__(self) -> str:
+        # Prompts may hold personal data: reprs show sizes, not text.
+        return f"Request(messages={len(self.messages)}, chars={sum(len(m.content) for m in self.messages)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts reported by a provider."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What a provider returns: the text, token usage, cost and the model that answered."""
+
+    text: str
+    usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    cost_usd: float | None = None

@@ -1,0 +1,246 @@
+"""The error taxonomy: every failure a provider can have, as one class tree.
+
+Providers translate every failure at their own boundary into one of these
+classes; the engine decides from the class alone whether to retry the same
+provider, hand over to the next one, or stop everything::
+
+    Exception
+    ├── ProviderError                  a provider call failed (base of the taxonomy)
+    │   ├── TransientError             retry this provider per policy, then fall over
+    │   │   ├── ProviderTimeout        (also a TimeoutError) attempt or run deadline hit
+    │   │   ├── ConnectionFailed       connect/read/write error, reset connection
+    │   │   ├── ServerError            408, 500, 502, 503, 504
+    │   │   ├── Overloaded             Anthropic 529 overloaded_error and friends
+    │   │   ├── RateLimited            429; .retry_after in seconds when the server said
+    │   │   └── StreamInterrupted      a stream ended without its terminator
+    │   ├── UnusableError              fall over at once, no retry
+    │   │   ├── AuthenticationFailed   401, 403
+    │   │   ├── ModelNotFound          404 model
+    │   │   ├── QuotaExhausted         quota or billing exhausted
+    │   │   ├── ContextWindowExceeded  prompt too long for this model
+    │   │   └── NotInstalled           a CLI binary is missing
+    │   ├── InvalidOutput              reply fails the schema or the accept check: retry, then fall over
+    │   └── TerminalError              stop: no retry, no fallback
+    │       ├── GuardrailTriggered     content policy / safety refusal
+    │       └── InvalidRequest         malformed request (400)
+    ├── FallbackError                  every child failed; .attempts holds each attempt
+    └── HookError                      a user hook raised; the hook's exception is __cause__
+
+Messages never contain request text or credentials: they name the provider,
+the HTTP status (when there is one) and a short reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator._attempt import Attempt
+
+__all__ = [
+    "AuthenticationFailed",
+    "ConnectionFailed",
+    "ContextWindowExceeded",
+    "FallbackError",
+    "GuardrailTriggered",
+    "HookError",
+    "InvalidOutput",
+    "InvalidRequest",
+    "ModelNotFound",
+    "NotInstalled",
+    "Overloaded",
+    "ProviderError",
+    "ProviderTimeout",
+    "QuotaExhausted",
+    "RateLimited",
+    "ServerError",
+    "StreamInterrupted",
+    "TerminalError",
+    "TransientError",
+    "UnusableError",
+]
+
+
+class ProviderError(Exception):
+    """A provider call failed; the subclass says what the engine does about it.
+
+    ``provider`` is the provider's name, ``status`` the HTTP status (or exit
+    code for CLIs) when there was one. Safe to log: holds no request text, no key.
+    """
+
+    kind: str = "provider_error"
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status = status
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"provider": self.provider, "status": self.status}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only constructor arguments need an explicit reduce to pickle.
+        return (_rebuild, (type(self), self.message, self._kwargs()), self.__dict__)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.provider:
+            parts.append(f"[{self.provider}]")
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}:")
+        if self.message:
+            parts.append(self.message)
+        return " ".join(parts) or type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+
+def _rebuild(cls: type[ProviderError], message: str, kwargs: dict[str, Any]) -> ProviderError:
+    return cls(message, **kwargs)
+
+
+class TransientError(ProviderError):
+    """A failure that may pass: retried on the same provider, then handed over."""
+
+    kind = "transient"
+
+
+class ProviderTimeout(TransientError, TimeoutError):
+    """An attempt or the whole run hit its deadline (imposed by the engine or the transport)."""
+
+
+class ConnectionFailed(TransientError):
+    """The connection could not be made or broke mid-request."""
+
+
+class ServerError(TransientError):
+    """The provider answered 408, 5xx: its problem, likely to pass."""
+
+
+class Overloaded(TransientError):
+    """The provider says it is overloaded (Anthropic 529 ``overloaded_error``)."""
+
+
+class RateLimited(TransientError):
+    """HTTP 429 or a rate-limit message; ``retry_after`` (seconds) when the provider said.
+
+    The engine waits exactly ``retry_after`` when it fits ``max_retry_after``;
+    a longer one hands over at once.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        provider: str | None = None,
+        status: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.retry_after = retry_after
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {**super()._kwargs(), "retry_after": self.retry_after}
+
+
+class StreamInterrupted(TransientError):
+    """A stream ended (or broke) without its terminator: never a silent truncation."""
+
+
+class UnusableError(ProviderError):
+    """This provider cannot serve this request now: hand over at once, no retry."""
+
+    kind = "unusable"
+
+
+class AuthenticationFailed(UnusableError):
+    """401/403: missing, wrong or revoked credentials."""
+
+
+class ModelNotFound(UnusableError):
+    """404: the model (or deployment) does not exist here."""
+
+
+class QuotaExhausted(UnusableError):
+    """Quota or billing exhausted: retrying will not help before someone pays."""
+
+
+class ContextWindowExceeded(UnusableError):
+    """The prompt is too long for this model; a later model may have a bigger window."""
+
+
+class NotInstalled(UnusableError):
+    """A command-line agent's binary is not on PATH."""
+
+
+class InvalidOutput(ProviderError):
+    """The reply is malformed, fails the schema or the ``accept`` check: retry, then hand over."""
+
+    kind = "invalid_output"
+
+
+class TerminalError(ProviderError):
+    """Stop everything: no retry, no fallback; raised to the caller as itself."""
+
+    kind = "terminal"
+
+
+class GuardrailTriggered(TerminalError):
+    """A content-policy or safety refusal: another vendor is not asked unless opted in."""
+
+
+class InvalidRequest(TerminalError):
+    """The request itself is malformed (HTTP 400): every provider would refuse it."""
+
+
+class HookError(Exception):
+    """A user hook raised: the run stops; the hook's own exception is ``__cause__``."""
+
+    def __init__(self, hook: str, error: BaseException | None = None) -> None:
+        detail = f": {type(error).__name__}: {error}" if error is not None else ""
+        super().__init__(f"hook {hook!r} raised{detail}")
+        self.hook = hook
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HookError, (self.hook,), self.__dict__)
+
+
+class FallbackError(Exception):
+    """Every child failed. ``attempts`` lists every failed attempt, in order.
+
+    ``str(err)`` begins ``All agents failed after N attempts`` and names each
+    child's last error type. It holds no request text and no secret; it pickles.
+    """
+
+    def __init__(self, attempts: Sequence[Attempt], *, name: str | None = None) -> None:
+        self.attempts: tuple[Attempt, ...] = tuple(attempts)
+        self.name = name
+        super().__init__(self._summary())
+
+    @property
+    def errors(self) -> list[BaseException | None]:
+        """Every attempt's error, in order."""
+        return [a.error for a in self.attempts]
+
+    def _summary(self) -> str:
+        last: dict[str, str] = {}
+        for a in self.attempts:
+            if a.error is not None:
+                last[a.agent] = a.kind_label()
+        detail = "; ".join(f"{agent}: {label}" for agent, label in last.items())
+        n = len(self.attempts)
+        return f"All agents failed after {n} attempt{'s' if n != 1 else ''}" + (
+            f" ({detail})" if detail else ""
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FallbackError, (self.attempts,), {"name": self.name})

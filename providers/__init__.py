@@ -1,0 +1,51 @@
+"""Providers: one class per provider family, all speaking the same interface.
+
+Every provider has a ``name`` and ``async complete(request) -> Response`` and
+translates every failure into :mod:`orchestrator.errors`. Imports are lazy so
+``import providers`` stays cheap: a provider's module (and httpx) loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from providers._anthropic import AnthropicMessages
+    from providers._client import shared_client
+    from providers._function import FunctionProvider
+    from providers._gemini import GeminiGenerate
+    from providers._http_fallback import HTTPFallback
+    from providers._openai import OpenAIChat
+    from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
+    from providers.simulated import Fault, SimulatedServer
+
+_LAZY = {
+    "FunctionProvider": "providers._function",
+    "OpenAIChat": "providers._openai",
+    "AnthropicMessages": "providers._anthropic",
+    "GeminiGenerate": "providers._gemini",
+    "HTTPFallback": "providers._http_fallback",
+    "shared_client": "providers._client",
+    "CLIAgent": "providers.cli",
+    "ClaudeCode": "providers.cli",
+    "Codex": "providers.cli",
+    "GeminiCLI": "providers.cli",
+    "SimulatedServer": "providers.simulated",
+    "Fault": "providers.simulated",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'providers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
