@@ -22,13 +22,9 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
-            raise ValueError(
-                f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}"
-            )
+            raise ValueError(f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}")
         if not isinstance(self.content, str):
-            raise TypeError(
-                f"Message.content: expected str, got {type(self.content).__name__}"
-            )
+            raise TypeError(f"Message.content: expected str, got {type(self.content).__name__}")
 
 
 def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
@@ -133,7 +129,8 @@ class Request:
 
     def __repr__(self) -> str:
         # Prompts may hold personal data: reprs show sizes, not text.
-        return f"Request(messages={len(self.messages)}, chars={sum(len(m.content) for m in self.messages)})"
+        chars = sum(len(m.content) for m in self.messages)
+        return f"Request(messages={len(self.messages)}, chars={chars})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,10 @@ provider, hand over to the next one, or stop everything::
     │   │   ├── ModelNotFound          404 model
     │   │   ├── QuotaExhausted         quota or billing exhausted
     │   │   ├── ContextWindowExceeded  prompt too long for this model
-    │   │   └── NotInstalled           a CLI binary is missing
-    │   ├── InvalidOutput              reply fails the schema or the accept check: retry, then fall over
+    │   │   ├── NotInstalled           a CLI binary is missing
+    │   │   └── CircuitOpen            skipped: the provider's circuit is open
+    │   ├── InvalidOutput              reply is malformed or fails the schema: retry, then fall over
+    │   │   └── Rejected               the ``accept`` check refused the reply: fall over at once
     │   └── TerminalError              stop: no retry, no fallback
     │       ├── GuardrailTriggered     content policy / safety refusal
     │       └── InvalidRequest         malformed request (400)
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuthenticationFailed",
+    "CircuitOpen",
     "ConnectionFailed",
     "ContextWindowExceeded",
     "FallbackError",
@@ -54,6 +57,7 @@ __all__ = [
     "ProviderTimeout",
     "QuotaExhausted",
     "RateLimited",
+    "Rejected",
     "ServerError",
     "StreamInterrupted",
     "TerminalError",
@@ -182,10 +186,18 @@ class NotInstalled(UnusableError):
     """A command-line agent's binary is not on PATH."""
 
 
+class CircuitOpen(UnusableError):
+    """The provider was skipped without a request: its circuit breaker is open."""
+
+
 class InvalidOutput(ProviderError):
-    """The reply is malformed, fails the schema or the ``accept`` check: retry, then hand over."""
+    """The reply is malformed or fails the schema: retry (``schema_retries``), then hand over."""
 
     kind = "invalid_output"
+
+
+class Rejected(InvalidOutput):
+    """The ``accept`` check refused a well-formed reply: escalate to the next child at once."""
 
 
 class TerminalError(ProviderError):

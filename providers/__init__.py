@@ -35,7 +35,20 @@ _LAZY = {
     "Fault": "providers.simulated",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "AnthropicMessages",
+    "CLIAgent",
+    "ClaudeCode",
+    "Codex",
+    "Fault",
+    "FunctionProvider",
+    "GeminiCLI",
+    "GeminiGenerate",
+    "HTTPFallback",
+    "OpenAIChat",
+    "SimulatedServer",
+    "shared_client",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,38 @@
+"""failover-orchestrator: keep LLM calls working when providers fail.
+
+Public API (implementation modules are private)::
+
+    from orchestrator import FallbackAgent, FallbackError, RetryPolicy, Request
+"""
+
+from __future__ import annotations
+
+from orchestrator import errors
+from orchestrator._attempt import REASONS, Attempt
+from orchestrator._clock import Clock, SystemClock
+from orchestrator._provider import Provider, StreamingProvider
+from orchestrator._request import Message, Request, Response, Usage
+from orchestrator._result import Result, Stop
+from orchestrator.errors import FallbackError, HookError
+from orchestrator.fallback import FallbackAgent
+from orchestrator.policy import RetryPolicy
+
+__all__ = [
+    "REASONS",
+    "Attempt",
+    "Clock",
+    "FallbackAgent",
+    "FallbackError",
+    "HookError",
+    "Message",
+    "Provider",
+    "Request",
+    "Response",
+    "Result",
+    "RetryPolicy",
+    "Stop",
+    "StreamingProvider",
+    "SystemClock",
+    "Usage",
+    "errors",
+]

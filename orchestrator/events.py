@@ -1,0 +1,69 @@
+"""Structured events for every attempt, retry, fallback and outcome (logger ``orchestrator``).
+
+Events go through structlog with the logger name ``orchestrator``. They are
+emitted when the application has configured structlog (``structlog.configure``)
+or when forced with :func:`enable`; otherwise they cost one flag check, so a
+library call never prints to stdout uninvited.
+
+Event names: ``attempt_failed``, ``attempt_succeeded``, ``retry_scheduled``,
+``fallback``, ``run_succeeded``, ``run_failed``, ``run_stopped``,
+``terminal_error``, ``hook_failed``. Fields: ``agent`` (the chain), ``child``,
+``attempt``, ``error_kind``, ``error_type``, ``reason``, ``delay``. Events
+carry no request text and no secret: only names, numbers and error types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import structlog
+
+__all__ = ["emit", "enable", "enabled", "is_enabled", "LOGGER_NAME"]
+
+LOGGER_NAME = "orchestrator"
+_forced: bool | None = None
+_logger: Any = None
+
+
+def enable(on: bool | None = True) -> None:
+    """Force events on (True) or off (False); None returns to "when structlog is configured"."""
+    global _forced
+    _forced = on
+
+
+def is_enabled() -> bool:
+    """Whether events are emitted now."""
+    if _forced is not None:
+        return _forced
+    return structlog.is_configured()
+
+
+@contextmanager
+def enabled(on: bool = True) -> Iterator[None]:
+    """Turn events on (or off) inside a ``with`` block; restores the previous setting."""
+    global _forced
+    before = _forced
+    _forced = on
+    try:
+        yield
+    finally:
+        _forced = before
+
+
+def emit(level: str, event: str, **fields: Any) -> None:
+    """Emit one event at ``level`` (debug, info, warning, error) if events are on."""
+    if _forced is False or (_forced is None and not structlog.is_configured()):
+        return
+    global _logger
+    if _logger is None:
+        _logger = structlog.get_logger(LOGGER_NAME)
+    getattr(_logger, level)(event, logger=LOGGER_NAME, **fields)
+
+
+def error_fields(error: BaseException | None) -> dict[str, Any]:
+    """The safe description of an error for an event: kind and type, never its arguments."""
+    if error is None:
+        return {}
+    return {"error_kind": getattr(error, "kind", "error"), "error_type": type(error).__name__}
