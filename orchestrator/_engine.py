@@ -334,8 +334,12 @@ class Run:
                     "on_retry", agent.on_retry, child.name, state.attempt_number, err, delay
                 )
 
+        async def sleep(delay: float) -> None:
+            if delay > 0:  # strategy "none" means no wait at all, not sleep(0)
+                await clock.sleep(delay)
+
         retrying = AsyncRetrying(
-            sleep=clock.sleep,
+            sleep=sleep,
             stop=stop,
             wait=policy.wait_strategy(agent.rng),
             retry=retry,

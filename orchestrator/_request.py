@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -127,10 +128,32 @@ class Request:
         current.update(changes)
         return Request(messages=msgs, **current)
 
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "system": self.system,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": self.stop,
+            "json_schema": None if self.json_schema is None else dict(self.json_schema),
+            "schema_name": self.schema_name,
+            "metadata": dict(self.metadata),
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_request, (self._fields(),))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Request:
+        return _rebuild_request(copy.deepcopy(self._fields(), memo))
+
     def __repr__(self) -> str:
         # Prompts may hold personal data: reprs show sizes, not text.
         chars = sum(len(m.content) for m in self.messages)
         return f"Request(messages={len(self.messages)}, chars={chars})"
+
+
+def _rebuild_request(fields: dict[str, Any]) -> Request:
+    return Request(**fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,4 +66,4 @@ def error_fields(error: BaseException | None) -> dict[str, Any]:
     """The safe description of an error for an event: kind and type, never its arguments."""
     if error is None:
         return {}
-    return {"error_kind": getattr(error, "kind", "error"), "error_type": type(error).__name__}
+    return {"error_kind": getattr(error, "kind", "transient"), "error_type": type(error).__name__}

@@ -51,6 +51,8 @@ class FallbackAgent:
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
     """
 
+    _is_chain = True  # marks nested chains for the engine without an import cycle
+
     def __init__(
         self,
         children: Sequence[Provider | FallbackAgent],

@@ -54,7 +54,11 @@ class FunctionProvider:
         if self._async:
             out = await self._fn(request)
         elif self._thread:
-            out = await asyncio.to_thread(self._fn, request)
+            # Carry exceptions out of the thread ourselves: asyncio would turn a
+            # TimeoutError into a new object, and callers must see the original.
+            ok, out = await asyncio.to_thread(_capture, self._fn, request)
+            if not ok:
+                raise out
         else:
             out = self._fn(request)
             if inspect.isawaitable(out):
@@ -87,3 +91,10 @@ class FunctionProvider:
 
     def __repr__(self) -> str:
         return f"FunctionProvider(name={self.name!r})"
+
+
+def _capture(fn: Callable[[Request], Any], request: Request) -> tuple[bool, Any]:
+    try:
+        return True, fn(request)
+    except Exception as e:
+        return False, e

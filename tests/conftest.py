@@ -1,0 +1,56 @@
+"""Shared fixtures: fake time and scripted providers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from orchestrator import Request, Response
+from orchestrator.testing import FakeClock
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+class Scripted:
+    """A provider that plays a script: each call takes the next item.
+
+    An item is a str (success), a Response, an exception instance (raised), or
+    ("sleep", seconds, then) to await the injected clock first (a "hang").
+    After the script runs out the last item repeats.
+    """
+
+    def __init__(self, name: str, script: Iterable[Any], clock: FakeClock | None = None) -> None:
+        self.name = name
+        self.script = list(script)
+        self.calls = 0
+        self.requests: list[Request] = []
+        self.clock = clock
+
+    async def complete(self, request: Request) -> Response:
+        self.requests.append(request)
+        item = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        if isinstance(item, tuple) and item[0] == "sleep":
+            # Fake time passes inside the provider; yield so a deadline that
+            # fired can cancel us, as a real timeout would mid-call.
+            assert self.clock is not None
+            self.clock.advance(item[1])
+            for _ in range(3):
+                await asyncio.sleep(0)
+            item = item[2]
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Response):
+            return item
+        return Response(str(item))
+
+
+@pytest.fixture
+def scripted() -> type[Scripted]:
+    return Scripted

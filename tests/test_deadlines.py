@@ -1,0 +1,143 @@
+"""Timeouts, deadlines and cancellation (fake time; cancellation on the real loop)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orchestrator import FallbackAgent, FallbackError, Request
+from orchestrator.errors import ProviderTimeout, ServerError
+from orchestrator.testing import FakeClock
+from providers import FunctionProvider
+
+from .conftest import Scripted
+
+
+async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
+    a = Scripted("a", [("sleep", 100.0, "too late")], clock=clock)
+    b = Scripted("b", ["ok"])
+    agent = FallbackAgent([a, b], attempt_timeout=5.0, max_retries=1, retry_delay=1.0, clock=clock)
+    result = await agent.run("x")
+    assert result.handled_by == "b"
+    errs = [x.error for x in result.attempts[:2]]
+    assert all(isinstance(e, ProviderTimeout) and isinstance(e, TimeoutError) for e in errs)
+    assert [x.reason for x in result.attempts[:2]] == ["timeout", "timeout"]
+    assert "attempt_timeout=5.0" in str(errs[0])
+    assert clock.sleeps == [1.0]
+
+
+async def test_run_deadline_raises_fallback_error_with_the_timed_out_attempt(
+    clock: FakeClock,
+) -> None:
+    a = Scripted("a", [("sleep", 100.0, "too late")], clock=clock)
+    b = Scripted("b", ["never"])
+    fired: list[object] = []
+    agent = FallbackAgent(
+        [a, b], timeout=10.0, clock=clock, on_all_failed=lambda errors: fired.append(errors)
+    )
+    with pytest.raises(FallbackError) as info:
+        await agent.run("x")
+    attempts = info.value.attempts
+    assert len(attempts) == 1 and attempts[0].reason == "deadline"
+    assert isinstance(attempts[0].error, ProviderTimeout)
+    assert b.calls == 0 and len(fired) == 1
+
+
+async def test_no_backoff_sleep_starts_that_would_end_past_the_deadline(clock: FakeClock) -> None:
+    a = Scripted("a", [ServerError("x")])
+    b = Scripted("b", ["ok"])
+    agent = FallbackAgent([a, b], timeout=5.0, max_retries=3, retry_delay=2.0, clock=clock)
+    result = await agent.run("x")
+    # 2 s fits in the 5 s budget, then 4 s would end at 6 s: fall over instead.
+    assert clock.sleeps == [2.0]
+    assert result.handled_by == "b"
+    assert result.attempts[1].note == "backoff would end past the run's deadline"
+
+
+async def test_per_call_timeout_overrides_agent_timeout(clock: FakeClock) -> None:
+    a = Scripted("a", [("sleep", 3.0, "slowish")], clock=clock)
+    agent = FallbackAgent([a], timeout=1.0, clock=clock)
+    result = await agent.run("x", timeout=10.0)
+    assert result.text == "slowish"
+
+
+async def test_real_clock_attempt_timeout_cuts_a_hanging_call() -> None:
+    async def hang(req: Request) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    agent = FallbackAgent(
+        [FunctionProvider(hang), FunctionProvider(lambda r: "ok", name="ok")],
+        attempt_timeout=0.05,
+        max_retries=0,
+    )
+    result = await agent.run("x")
+    assert result.handled_by == "ok"
+    assert isinstance(result.attempts[0].error, ProviderTimeout)
+    assert 0.04 < result.attempts[0].duration < 1.0
+
+
+async def test_provider_own_timeout_error_is_not_relabelled(clock: FakeClock) -> None:
+    own = TimeoutError("provider said so")
+    a = Scripted("a", [own])
+    agent = FallbackAgent(
+        [a, Scripted("b", ["ok"])], attempt_timeout=50, max_retries=0, clock=clock
+    )
+    result = await agent.run("x")
+    assert result.attempts[0].error is own
+
+
+async def test_cancellation_propagates_and_leaves_nothing_behind() -> None:
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+    fired: list[str] = []
+
+    async def slow(req: Request) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    agent = FallbackAgent(
+        [FunctionProvider(slow), FunctionProvider(lambda r: "b", name="b")],
+        on_fallback=lambda *a: fired.append("fallback"),
+        on_all_failed=lambda e: fired.append("all"),
+        on_retry=lambda *a: fired.append("retry"),
+    )
+    before = asyncio.all_tasks()
+    task = asyncio.create_task(agent.run("x"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set()
+    assert fired == []
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() == before
+
+
+async def test_cancelling_during_backoff_sleep() -> None:
+    fired: list[str] = []
+    calls = 0
+
+    async def flaky(req: Request) -> str:
+        nonlocal calls
+        calls += 1
+        raise ServerError("x")
+
+    agent = FallbackAgent(
+        [FunctionProvider(flaky), FunctionProvider(lambda r: "b", name="b")],
+        max_retries=3,
+        retry_delay=30.0,
+        on_fallback=lambda *a: fired.append("fallback"),
+    )
+    task = asyncio.create_task(agent.run("x"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert calls == 1 and fired == []

@@ -1,0 +1,46 @@
+"""Structured events for attempts, retries, fallbacks and outcomes."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator import FallbackAgent, FallbackError
+from orchestrator.errors import AuthenticationFailed, ServerError
+from orchestrator.testing import FakeClock, capture_events
+
+from .conftest import Scripted
+
+
+async def test_events_for_a_run_that_fails_over(clock: FakeClock) -> None:
+    agent = FallbackAgent(
+        [Scripted("a", [ServerError("down")]), Scripted("b", ["ok"])],
+        name="review",
+        max_retries=1,
+        retry_delay=2.0,
+        clock=clock,
+    )
+    with capture_events() as events:
+        await agent.run("secret prompt")
+    names = [e["event"] for e in events]
+    assert names == [
+        "attempt_failed",
+        "retry_scheduled",
+        "attempt_failed",
+        "fallback",
+        "attempt_succeeded",
+    ]
+    retry = events[1]
+    assert retry["child"] == "a" and retry["attempt"] == 1 and retry["delay"] == 2.0
+    assert retry["error_kind"] == "transient" and retry["error_type"] == "ServerError"
+    assert events[3]["to"] == "b" and events[3]["reason"] == "error"
+    assert all(e["agent"] == "review" for e in events)
+    assert all(e["logger"] == "orchestrator" for e in events)
+    assert "secret prompt" not in repr(events)
+
+
+async def test_run_failed_event(clock: FakeClock) -> None:
+    agent = FallbackAgent([Scripted("a", [AuthenticationFailed("sk-secret")])], clock=clock)
+    with capture_events() as events, pytest.raises(FallbackError):
+        await agent.run("x")
+    assert events[-1]["event"] == "run_failed" and events[-1]["log_level"] == "warning"
+    assert "sk-secret" not in repr(events)

@@ -1,0 +1,109 @@
+"""agent.stream: chunks as they arrive, free failover before the first chunk, mid-stream modes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from orchestrator import FallbackAgent, FallbackError, Request, Response
+from orchestrator.errors import ServerError, StreamInterrupted
+from providers import FunctionProvider
+
+
+def gen(name: str, chunks: list[str], fail: Exception | None = None) -> FunctionProvider:
+    async def fn(req: Request) -> AsyncIterator[str]:
+        for c in chunks:
+            yield c
+        if fail is not None:
+            raise fail
+
+    return FunctionProvider(fn, name=name)
+
+
+async def collect(agent: FallbackAgent, **kw: object) -> tuple[list[str], object]:
+    out: list[str] = []
+    async with agent.stream("x", **kw) as s:  # type: ignore[arg-type]
+        async for chunk in s:
+            out.append(chunk)
+    return out, s.result
+
+
+async def test_streams_chunks_and_result() -> None:
+    chunks, result = await collect(FallbackAgent([gen("a", ["He", "llo"])]))
+    assert chunks == ["He", "llo"]
+    assert result.text == "Hello" and result.handled_by == "a"  # type: ignore[attr-defined]
+
+
+async def test_failover_is_free_before_the_first_chunk() -> None:
+    agent = FallbackAgent([gen("a", [], ServerError("down")), gen("b", ["fine"])], max_retries=0)
+    chunks, result = await collect(agent)
+    assert chunks == ["fine"] and result.handled_by == "b"  # type: ignore[attr-defined]
+
+
+async def test_mid_stream_raise_is_the_default_and_never_silent() -> None:
+    agent = FallbackAgent([gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])])
+    seen: list[str] = []
+    with pytest.raises(StreamInterrupted):
+        async with agent.stream("x") as s:
+            async for chunk in s:
+                seen.append(chunk)
+    assert seen == ["par", "tial"]
+    assert [a.agent for a in s.attempts] == ["a"]  # no retry after text was delivered
+
+
+async def test_mid_stream_continue_sends_the_prefix_and_never_repeats_text() -> None:
+    got: list[list[tuple[str, str]]] = []
+
+    async def b(req: Request) -> AsyncIterator[str]:
+        got.append([(m.role, m.content) for m in req.messages])
+        yield " world"
+
+    agent = FallbackAgent(
+        [gen("a", ["Hello"], StreamInterrupted("cut")), FunctionProvider(b, name="b")],
+        max_retries=0,
+    )
+    chunks, result = await collect(agent, mid_stream="continue")
+    assert chunks == ["Hello", " world"]
+    assert result.text == "Hello world"  # type: ignore[attr-defined]
+    assert got == [[("user", "x"), ("assistant", "Hello")]]
+
+
+async def test_a_stream_without_its_final_response_is_interrupted() -> None:
+    class NoEnd:
+        name = "noend"
+
+        async def complete(self, request: Request) -> Response:
+            return Response("unused")
+
+        async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+            yield "half"
+
+    with pytest.raises(StreamInterrupted):
+        await collect(FallbackAgent([NoEnd()]))
+
+
+async def test_all_failed_stream_raises_fallback_error() -> None:
+    agent = FallbackAgent([gen("a", [], ServerError("x"))], max_retries=0)
+    with pytest.raises(FallbackError):
+        await collect(agent)
+
+
+async def test_leaving_early_cancels_the_run_and_leaks_nothing() -> None:
+    closed = asyncio.Event()
+
+    async def endless(req: Request) -> AsyncIterator[str]:
+        try:
+            while True:
+                yield "tick"
+                await asyncio.sleep(0)
+        finally:
+            closed.set()
+
+    before = asyncio.all_tasks()
+    async with FallbackAgent([FunctionProvider(endless)]).stream("x") as s:
+        async for _ in s:
+            break
+    assert closed.is_set()
+    assert asyncio.all_tasks() == before
