@@ -1,0 +1,324 @@
+"""`Fault`: what the simulated server does with one request on one route.
+
+A fault is an immutable description ("answer 503", "hang", "stream two chunks
+then stop"); each route renders it in its own wire format. Build faults with
+the factory functions (``Fault.ok()``, ``Fault.status(503)``...) or from a
+JSON-friendly spec with :meth:`Fault.from_spec` (the script-file format).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ERROR_KINDS", "Fault"]
+
+# Kinds rendered as an HTTP error reply in the route's own error format.
+ERROR_KINDS = frozenset(
+    {
+        "status",
+        "rate_limited",
+        "overloaded",
+        "server_error",
+        "auth",
+        "quota",
+        "model_not_found",
+        "bad_request",
+        "context_too_long",
+    }
+)
+_CUT_MODES = ("end", "abort", "hang")
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One scripted behaviour of the simulated server; build it with a factory.
+
+    Use the factories (``Fault.ok``, ``Fault.status``, ``Fault.hang``...), not
+    the constructor: they validate their arguments and pick the right fields.
+    A ``flaky`` fault owns a generator seeded once, so reusing the same
+    instance continues its sequence (two servers given two ``Fault.flaky(...,
+    seed=1)`` calls see the same sequence).
+    """
+
+    kind: str
+    text: str | None = None
+    chunks: int = 3
+    usage: tuple[int, int] | None = None
+    interval: float = 0.0
+    status_code: int | None = None
+    body: str | Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    retry_after: float | None = None
+    retry_after_ms: int | None = None
+    http_date: bool = False
+    seconds: float = 0.0
+    then: Fault | None = None
+    otherwise: Fault | None = None
+    rate: float = 0.0
+    seed: int = 0
+    after: int = 2
+    how: str = "end"
+    prompt_blocked: bool = False
+    _rng: random.Random | None = field(default=None, repr=False, compare=False)
+
+    # -- successful replies -------------------------------------------------
+
+    @staticmethod
+    def ok(
+        text: str | None = None,
+        *,
+        chunks: int = 3,
+        usage: tuple[int, int] | None = None,
+        interval: float = 0.0,
+    ) -> Fault:
+        """A normal reply. ``text=None`` derives it from the prompt
+        (``"sim-<route>: <first 40 chars of prompt>"``, or a sample of the JSON
+        schema when JSON output was asked); ``chunks`` is the number of text
+        deltas when streaming; ``usage=(input, output)`` overrides the token
+        estimate; ``interval`` is the pause in seconds between stream events."""
+        if chunks < 1:
+            raise ValueError(f"Fault.ok: chunks={chunks!r} must be at least 1")
+        _check_seconds("Fault.ok", "interval", interval)
+        return Fault("ok", text=text, chunks=chunks, usage=_usage(usage), interval=interval)
+
+    @staticmethod
+    def content_filter(*, prompt_blocked: bool = False) -> Fault:
+        """A 200 reply refused by the vendor's safety system: OpenAI
+        ``finish_reason: "content_filter"``, Anthropic ``stop_reason: "refusal"``,
+        Gemini ``finishReason: "SAFETY"`` (or, with ``prompt_blocked=True``,
+        no candidates and ``promptFeedback.blockReason: "SAFETY"``)."""
+        return Fault("content_filter", prompt_blocked=prompt_blocked)
+
+    # -- HTTP errors ----------------------------------------------------------
+
+    @staticmethod
+    def status(
+        code: int,
+        body: str | Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Fault:
+        """Answer with HTTP ``code``. ``body=None`` renders the vendor's own
+        error body for that code; a dict is sent as JSON, a str as is."""
+        if not 100 <= code <= 599:
+            raise ValueError(f"Fault.status: code={code!r} is not an HTTP status (100..599)")
+        return Fault("status", status_code=code, body=body, headers=dict(headers or {}))
+
+    @staticmethod
+    def rate_limited(
+        retry_after: float | None = 1.0,
+        *,
+        retry_after_ms: int | None = None,
+        http_date: bool = False,
+    ) -> Fault:
+        """429 with the vendor's rate-limit body. ``retry_after`` seconds go in a
+        ``Retry-After`` header (an integer when whole, else a decimal; as an
+        HTTP date rounded up to the second when ``http_date``; no header when
+        None); ``retry_after_ms`` adds OpenAI's ``retry-after-ms`` header."""
+        if retry_after is not None:
+            _check_seconds("Fault.rate_limited", "retry_after", retry_after)
+        if retry_after_ms is not None and retry_after_ms < 0:
+            raise ValueError(f"Fault.rate_limited: retry_after_ms={retry_after_ms!r} must be >= 0")
+        return Fault(
+            "rate_limited",
+            status_code=429,
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+            http_date=http_date,
+        )
+
+    @staticmethod
+    def overloaded() -> Fault:
+        """Anthropic's 529 ``overloaded_error``; 503 "overloaded" on the other routes."""
+        return Fault("overloaded")
+
+    @staticmethod
+    def server_error(code: int = 500) -> Fault:
+        """A 5xx (default 500) with the vendor's server-error body."""
+        if not 500 <= code <= 599:
+            raise ValueError(f"Fault.server_error: code={code!r} must be in 500..599")
+        return Fault("server_error", status_code=code)
+
+    @staticmethod
+    def auth(code: int = 401) -> Fault:
+        """401 (invalid key) or 403 (permission) with the vendor's body."""
+        if code not in (401, 403):
+            raise ValueError(f"Fault.auth: code={code!r} must be 401 or 403")
+        return Fault("auth", status_code=code)
+
+    @staticmethod
+    def quota() -> Fault:
+        """Quota or billing exhausted: OpenAI 429 ``insufficient_quota``, Anthropic
+        400 "credit balance is too low", Gemini 429 RESOURCE_EXHAUSTED quota."""
+        return Fault("quota")
+
+    @staticmethod
+    def model_not_found() -> Fault:
+        """404: the requested model does not exist, in the vendor's words."""
+        return Fault("model_not_found", status_code=404)
+
+    @staticmethod
+    def bad_request() -> Fault:
+        """400: a malformed request, in the vendor's words."""
+        return Fault("bad_request", status_code=400)
+
+    @staticmethod
+    def context_too_long() -> Fault:
+        """400: the prompt exceeds the model's context window (OpenAI
+        ``context_length_exceeded``, Anthropic "prompt is too long: N tokens > M
+        maximum", Gemini "The input token count (N) exceeds the maximum ...")."""
+        return Fault("context_too_long", status_code=400)
+
+    # -- time and chance --------------------------------------------------------
+
+    @staticmethod
+    def hang() -> Fault:
+        """Accept the request and never answer until the client goes away or the
+        server stops (then the connection is dropped)."""
+        return Fault("hang")
+
+    @staticmethod
+    def delay(seconds: float, then: Fault | None = None) -> Fault:
+        """Wait ``seconds`` before doing ``then`` (default ``Fault.ok()``)."""
+        _check_seconds("Fault.delay", "seconds", seconds)
+        return Fault("delay", seconds=seconds, then=then or Fault.ok())
+
+    @staticmethod
+    def flaky(
+        rate: float,
+        seed: int = 0,
+        fault: Fault | None = None,
+        *,
+        otherwise: Fault | None = None,
+    ) -> Fault:
+        """With probability ``rate`` do ``fault`` (default ``Fault.server_error()``),
+        else ``otherwise`` (default ``Fault.ok()``); the draws are deterministic
+        for a ``seed``."""
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"Fault.flaky: rate={rate!r} must be between 0.0 and 1.0")
+        return Fault(
+            "flaky",
+            rate=rate,
+            seed=seed,
+            then=fault or Fault.server_error(),
+            otherwise=otherwise or Fault.ok(),
+            _rng=random.Random(seed),
+        )
+
+    def pick(self) -> Fault:
+        """The branch a flaky fault takes for the next request (itself otherwise)."""
+        if self.kind != "flaky" or self._rng is None:
+            return self
+        branch = self.then if self._rng.random() < self.rate else self.otherwise
+        assert branch is not None
+        return branch.pick()
+
+    # -- broken replies ---------------------------------------------------------
+
+    @staticmethod
+    def invalid_json() -> Fault:
+        """200 whose body (or one stream event) is not valid JSON."""
+        return Fault("invalid_json")
+
+    @staticmethod
+    def missing_field() -> Fault:
+        """200 JSON without the text field (OpenAI ``message``, Anthropic
+        ``content``, Gemini ``content``, HTTP ``text``); streamed events likewise."""
+        return Fault("missing_field")
+
+    @staticmethod
+    def cut_stream(after: int = 2, *, text: str | None = None, how: str = "end") -> Fault:
+        """Send ``after`` text chunks, then stop without the terminator (no
+        ``[DONE]``/finish_reason, no ``message_stop``, no ``finishReason``).
+        ``how``: ``"end"`` ends the HTTP response cleanly, ``"abort"`` drops the
+        connection, ``"hang"`` stalls until the client goes away. A non-stream
+        request gets half of its JSON body, then the connection drops."""
+        if after < 0:
+            raise ValueError(f"Fault.cut_stream: after={after!r} must be >= 0")
+        if how not in _CUT_MODES:
+            raise ValueError(f"Fault.cut_stream: how={how!r} must be one of {_CUT_MODES}")
+        return Fault("cut_stream", after=after, text=text, how=how)
+
+    # -- the script-file format -------------------------------------------------
+
+    @staticmethod
+    def from_spec(spec: Mapping[str, Any] | str) -> Fault:
+        """Build a fault from its JSON form: ``{"<factory>": <arg>, **kwargs}``.
+
+        ``<arg>`` is null/true/{} (no argument), a scalar (the first positional
+        argument, e.g. ``{"status": 503}``, ``{"ok": "hello"}``, ``{"delay": 0.5}``)
+        or an object of keyword arguments (``{"ok": {"text": "hi", "chunks": 2}}``).
+        Other keys are keyword arguments: ``{"status": 503, "headers": {...}}``,
+        ``{"delay": 0.2, "then": {"ok": "late"}}``. Nested faults (``then``,
+        ``fault``, ``otherwise``) are specs too; ``usage`` is ``[input, output]``.
+        A bare string names a factory with no argument: ``"hang"``.
+        """
+        if isinstance(spec, str):
+            spec = {spec: None}
+        if not isinstance(spec, Mapping):
+            raise ValueError(f'fault spec: expected an object like {{"status": 503}}, got {spec!r}')
+        names = [k for k in spec if k in _FACTORIES]
+        if len(names) != 1:
+            raise ValueError(
+                f"fault spec {dict(spec)!r}: needs exactly one factory key, one of "
+                f"{sorted(_FACTORIES)}"
+            )
+        name = names[0]
+        arg = spec[name]
+        kwargs: dict[str, Any] = {k: v for k, v in spec.items() if k != name}
+        args: list[Any] = []
+        if isinstance(arg, Mapping):
+            kwargs.update(arg)
+        elif arg is not None and arg is not True:
+            args.append(arg)
+        for key in ("then", "fault", "otherwise"):
+            if key in kwargs and kwargs[key] is not None:
+                kwargs[key] = Fault.from_spec(kwargs[key])
+        if "usage" in kwargs and kwargs["usage"] is not None:
+            kwargs["usage"] = tuple(kwargs["usage"])
+        try:
+            fault: Fault = _FACTORIES[name](*args, **kwargs)
+        except TypeError as exc:
+            raise ValueError(f"fault spec {dict(spec)!r}: bad arguments for {name}: {exc}") from exc
+        return fault
+
+
+_FACTORIES: dict[str, Any] = {
+    name: getattr(Fault, name)
+    for name in (
+        "ok",
+        "content_filter",
+        "status",
+        "rate_limited",
+        "overloaded",
+        "server_error",
+        "auth",
+        "quota",
+        "model_not_found",
+        "bad_request",
+        "context_too_long",
+        "hang",
+        "delay",
+        "flaky",
+        "invalid_json",
+        "missing_field",
+        "cut_stream",
+    )
+}
+
+
+def _check_seconds(where: str, name: str, value: float) -> None:
+    if not value >= 0:
+        raise ValueError(f"{where}: {name}={value!r} must be a number of seconds >= 0")
+
+
+def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:
+    if usage is None:
+        return None
+    if len(usage) != 2 or any(not isinstance(n, int) or n < 0 for n in usage):
+        raise ValueError(
+            f"Fault.ok: usage={usage!r} must be (input_tokens, output_tokens), two ints >= 0"
+        )
+    return (usage[0], usage[1])

@@ -1,0 +1,175 @@
+"""What every simulated wire format shares: the parsed call and small helpers.
+
+Each vendor module (``_sim_openai``, ``_sim_anthropic``, ``_sim_gemini``,
+``_sim_http``) subclasses :class:`Wire` and renders replies, stream events and
+error bodies in its own format; the server (``providers.simulated``) decides
+which one to send.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Call", "Wire", "dumps", "reply_text", "split_text", "token_usage"]
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, as the vendors send it (no spaces after separators)."""
+    return _ENCODER.encode(obj)
+
+
+@dataclass(slots=True)
+class Call:
+    """One request as the server understood it, whatever the route."""
+
+    route: str
+    model: str
+    body: Mapping[str, Any]
+    stream: bool
+    prompt: str
+    seq: int
+    json_mode: bool = False
+    schema: Mapping[str, Any] | None = None
+    tool_name: str | None = None
+    include_usage: bool = False
+    sse: bool = True
+
+
+class Wire:
+    """Renders one vendor's wire format; subclasses override every method."""
+
+    route = ""
+
+    def stream_content_type(self, call: Call) -> str:
+        """The Content-Type of a streamed reply."""
+        return "text/event-stream"
+
+    def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
+        """Read the model, the prompt and the output mode from a request."""
+        raise NotImplementedError
+
+    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+        """A successful non-streaming reply carrying ``text``."""
+        raise NotImplementedError
+
+    def stream(
+        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+    ) -> list[bytes]:
+        """The encoded stream events for ``pieces``; without the end when not ``terminate``."""
+        raise NotImplementedError
+
+    def error(self, kind: str, status: int, call: Call) -> dict[str, Any]:
+        """The vendor's error body for a fault ``kind`` answered with ``status``."""
+        raise NotImplementedError
+
+    def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
+        """A 200 reply refused by the safety system."""
+        raise NotImplementedError
+
+    def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
+        """The stream events of a refused reply, terminator included."""
+        raise NotImplementedError
+
+    def missing(self, call: Call) -> dict[str, Any]:
+        """A 200 reply without the field that carries the text."""
+        raise NotImplementedError
+
+    def missing_stream(self, call: Call) -> list[bytes]:
+        """Stream events without the text field, terminator included."""
+        raise NotImplementedError
+
+    def broken_event(self) -> bytes:
+        """One stream event whose data is not valid JSON."""
+        raise NotImplementedError
+
+
+def reply_text(call: Call, text: str | None) -> str:
+    """The text to answer with: the scripted one, else a schema sample in JSON
+    mode, else ``"sim-<route>: <first 40 chars of the prompt>"``."""
+    if text is not None:
+        return text
+    if call.json_mode:
+        schema = call.schema or {}
+        return dumps(sample(schema, schema.get("$defs") or schema.get("definitions") or {}))
+    return f"sim-{call.route}: {call.prompt[:40]}"
+
+
+def token_usage(call: Call, text: str, usage: tuple[int, int] | None) -> tuple[int, int]:
+    """``usage`` when scripted, else about four characters per token, at least one."""
+    if usage is not None:
+        return usage
+    return max(1, math.ceil(len(call.prompt) / 4)), max(1, math.ceil(len(text) / 4))
+
+
+def split_text(text: str, n: int) -> list[str]:
+    """``text`` in ``n`` consecutive pieces of near-equal length (none empty when
+    the text is long enough); joining them gives ``text`` back."""
+    n = max(1, n)
+    if not text:
+        return [""] * n
+    size, extra = divmod(len(text), n)
+    pieces, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def message_text(content: Any) -> str:
+    """The text of a chat message's content: a string or a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
+        )
+    return ""
+
+
+def sample(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """A small instance that satisfies a JSON schema (required fields, first enum
+    value, first ``anyOf`` branch): the default JSON reply in structured mode."""
+    if depth > 12:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rsplit("/", 1)[-1], {})
+        return sample(target, defs, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if options:
+            non_null = [o for o in options if o.get("type") != "null"] or options
+            return sample(non_null[0], defs, depth + 1)
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props: Mapping[str, Any] = schema.get("properties", {})
+        return {name: sample(props[name], defs, depth + 1) for name in props}
+    if kind == "array":
+        low = int(schema.get("minItems", 0))
+        return [sample(schema.get("items", {}), defs, depth + 1) for _ in range(low)]
+    return _SCALARS.get(str(kind))
+
+
+_SCALARS: dict[str, Any] = {
+    "string": "sim",
+    "integer": 0,
+    "number": 0.0,
+    "boolean": False,
+    "null": None,
+}
