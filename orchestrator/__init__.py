@@ -16,6 +16,14 @@ from orchestrator._result import Result, Stop
 from orchestrator.errors import FallbackError, HookError
 from orchestrator.fallback import FallbackAgent
 from orchestrator.policy import RetryPolicy
+from orchestrator.workflow import (
+    Parallel,
+    Phase,
+    Step,
+    Workflow,
+    WorkflowError,
+    WorkflowResult,
+)
 
 __all__ = [
     "REASONS",
@@ -25,14 +33,20 @@ __all__ = [
     "FallbackError",
     "HookError",
     "Message",
+    "Parallel",
+    "Phase",
     "Provider",
     "Request",
     "Response",
     "Result",
     "RetryPolicy",
+    "Step",
     "Stop",
     "StreamingProvider",
     "SystemClock",
     "Usage",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowResult",
     "errors",
 ]

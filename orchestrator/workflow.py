@@ -1,0 +1,267 @@
+"""Workflows: compose chains into steps, phases and parallel groups.
+
+``Workflow(Phase("Review", Step("review", agent, prompt="Review: {input}")), ...)``.
+Phases run in order; inside a phase, nodes run in order; a :class:`Parallel`
+runs its steps at the same time (with an optional concurrency ``limit``). A
+step's ``prompt`` is a template over the run's inputs and earlier steps'
+results (``"Summarise: {review.text}"``) or a callable taking the context.
+A ``FallbackAgent`` is sequential and ``Parallel`` simultaneous: they compose
+both ways, since a step's node can be any chain and a ``Workflow`` is itself a
+provider (``name`` + ``complete``) that can sit inside a ``FallbackAgent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import string
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
+from typing import Any
+
+from orchestrator._request import Request, Response
+from orchestrator._result import Result
+from orchestrator.errors import FallbackError
+from orchestrator.fallback import FallbackAgent
+
+__all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
+
+PromptFn = Callable[[Mapping[str, Any]], "str | Request"]
+_RESULT_FIELDS = {f.name for f in fields(Result)} | {"usage", "cost_usd", "failed_attempts"}
+
+
+class WorkflowError(Exception):
+    """A step failed: names the phase and step; ``error`` (also ``__cause__``) is its error.
+
+    ``results`` holds the results of the steps that finished before it.
+    """
+
+    def __init__(
+        self, phase: str, step: str, error: BaseException, results: WorkflowResult | None = None
+    ) -> None:
+        super().__init__(f"phase {phase!r}, step {step!r} failed: {error}")
+        self.phase, self.step, self.error = phase, step, error
+        self.results = results
+
+
+class Step:
+    """One call of a chain; ``prompt`` is a template, a callable of the context, or None."""
+
+    def __init__(
+        self,
+        name: str,
+        node: Any,
+        *,
+        prompt: str | PromptFn | None = None,
+        continue_on_error: bool = False,
+        schema: type[Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(
+                f"Step.name: {name!r} must be an identifier (it is referenced as {{name.text}})"
+            )
+        if not hasattr(node, "run"):
+            if hasattr(node, "complete") and hasattr(node, "name"):
+                node = FallbackAgent([node])
+            else:
+                raise TypeError(
+                    f"Step({name!r}).node: {type(node).__name__} is neither a chain "
+                    "(FallbackAgent, Workflow) nor a provider"
+                )
+        if prompt is not None and not (isinstance(prompt, str) or callable(prompt)):
+            raise TypeError(f"Step({name!r}).prompt: expected a str template or a callable")
+        self.name, self.node, self.prompt = name, node, prompt
+        self.continue_on_error, self.schema = continue_on_error, schema
+
+    def references(self) -> list[tuple[str, str | None]]:
+        """(root name, first attribute) of every template field in ``prompt``."""
+        if not isinstance(self.prompt, str):
+            return []
+        out = []
+        for _, field, _, _ in string.Formatter().parse(self.prompt):
+            if field is None:
+                continue
+            if not field:
+                raise ValueError(f"Step({self.name!r}).prompt: empty {{}} field; name it")
+            root, _, rest = field.partition(".")
+            root = root.partition("[")[0]
+            out.append((root, rest.split(".")[0].split("[")[0] if rest else None))
+        return out
+
+    def render(self, context: Mapping[str, Any]) -> Request:
+        if self.prompt is None:
+            text = context.get("input")
+            if not isinstance(text, str):
+                raise ValueError(f"Step({self.name!r}): no prompt= and no 'input' in the inputs")
+            return Request(text)
+        if isinstance(self.prompt, str):
+            try:
+                return Request(self.prompt.format_map(context))
+            except KeyError as e:
+                raise ValueError(
+                    f"Step({self.name!r}).prompt: {{{e.args[0]}}} has no value "
+                    "(the step it names failed with continue_on_error=True)"
+                ) from None
+        out = self.prompt(context)
+        return out if isinstance(out, Request) else Request(str(out))
+
+
+class Parallel:
+    """Steps that run at the same time; ``limit`` caps how many run at once."""
+
+    def __init__(self, *steps: Step, limit: int | None = None) -> None:
+        if not steps or not all(isinstance(s, Step) for s in steps):
+            raise TypeError("Parallel: give one or more Step(...) objects")
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ValueError(f"Parallel.limit: {limit!r} must be an int >= 1 or None")
+        self.steps, self.limit = steps, limit
+
+
+class Phase:
+    """A named group of steps and parallel groups, run in order."""
+
+    def __init__(self, name: str, *nodes: Step | Parallel) -> None:
+        if not nodes or not all(isinstance(n, Step | Parallel) for n in nodes):
+            raise TypeError(f"Phase({name!r}): give one or more Step(...) or Parallel(...)")
+        self.name, self.nodes = name, nodes
+
+
+class WorkflowResult(Mapping[str, Result]):
+    """Each finished step's Result by name; ``failures`` holds steps that failed but went on."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, Result] = {}
+        self.failures: dict[str, BaseException] = {}
+
+    def __getitem__(self, key: str) -> Result:
+        return self.results[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __repr__(self) -> str:
+        return f"WorkflowResult(steps={list(self.results)}, failures={list(self.failures)})"
+
+
+class Workflow:
+    """Phases of steps, run in order; also usable as a provider inside a FallbackAgent."""
+
+    def __init__(self, *phases: Phase, name: str | None = None) -> None:
+        if not phases or not all(isinstance(p, Phase) for p in phases):
+            raise TypeError("Workflow: give one or more Phase(...) objects")
+        self.phases = phases
+        self.name = name or "workflow(" + ",".join(p.name for p in phases) + ")"
+        self._check_references()
+
+    def _check_references(self) -> None:
+        """Step names are unique; ``{step.attr}`` fields name real Result fields."""
+        earlier: set[str] = set()
+        for phase, steps in self._by_node():
+            for step in steps:
+                if step.name in earlier:
+                    raise ValueError(f"Workflow: step name {step.name!r} is used twice")
+                for root, attr in step.references():
+                    if root in earlier and attr is not None and attr not in _RESULT_FIELDS:
+                        raise ValueError(
+                            f"phase {phase.name!r}, step {step.name!r}: '{root}.{attr}' is not "
+                            f"a Result field; use one of {', '.join(sorted(_RESULT_FIELDS))}"
+                        )
+                earlier.add(step.name)
+        self._step_names = earlier
+
+    def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
+        seen: set[str] = set(inputs)
+        for phase, node_steps in self._by_node():
+            for step in node_steps:
+                for root, _ in step.references():
+                    if root not in seen:
+                        allowed = sorted(seen) or ["(none)"]
+                        where = (
+                            "a step of the same Parallel group or a later step"
+                            if root in self._step_names
+                            else "neither an input nor an earlier step"
+                        )
+                        raise ValueError(
+                            f"phase {phase.name!r}, step {step.name!r}: prompt references "
+                            f"{{{root}}}, which is {where}; available here: {', '.join(allowed)}"
+                        )
+            seen.update(s.name for s in node_steps)
+
+    def _by_node(self) -> Iterator[tuple[Phase, tuple[Step, ...]]]:
+        for p in self.phases:
+            for node in p.nodes:
+                yield p, (node.steps if isinstance(node, Parallel) else (node,))
+
+    async def run(self, inputs: Mapping[str, Any] | str | None = None) -> WorkflowResult:
+        """Run every phase in order; returns each step's Result, raises WorkflowError."""
+        ctx: dict[str, Any] = {"input": inputs} if isinstance(inputs, str) else dict(inputs or {})
+        self._check_inputs(ctx)  # before anything is called
+        out = WorkflowResult()
+        for phase in self.phases:
+            for node in phase.nodes:
+                steps = node.steps if isinstance(node, Parallel) else (node,)
+                limit = node.limit if isinstance(node, Parallel) else None
+                await self._run_group(phase, steps, limit, ctx, out)
+        return out
+
+    async def _run_group(
+        self,
+        phase: Phase,
+        steps: tuple[Step, ...],
+        limit: int | None,
+        ctx: dict[str, Any],
+        out: WorkflowResult,
+    ) -> None:
+        sem = asyncio.Semaphore(limit or len(steps))
+
+        async def one(step: Step) -> None:
+            async with sem:
+                try:
+                    request = step.render(ctx)
+                    if step.schema is not None:
+                        result = await step.node.run(request, schema=step.schema)
+                    else:
+                        result = await step.node.run(request)
+                except Exception as e:
+                    if step.continue_on_error:
+                        out.failures[step.name] = e
+                        return
+                    raise WorkflowError(phase.name, step.name, e, out) from e
+                out.results[step.name] = result
+
+        if len(steps) == 1:
+            await one(steps[0])
+        else:
+            tasks = [asyncio.create_task(one(s), name=f"{self.name}:{s.name}") for s in steps]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            for t in tasks:
+                error = t.exception() if t.done() and not t.cancelled() else None
+                if error is not None:
+                    raise error
+        for step in steps:
+            if step.name in out.results:
+                ctx[step.name] = out.results[step.name]
+
+    def run_sync(self, inputs: Mapping[str, Any] | str | None = None) -> WorkflowResult:
+        """Blocking ``run`` for scripts."""
+        return asyncio.run(self.run(inputs))
+
+    async def complete(self, request: Request) -> Response:
+        """Run as a provider: ``input`` is the prompt; the last step's text is the reply."""
+        result = await self.run({"input": request.prompt})
+        last = list(result.results.values())[-1] if result.results else None
+        if last is None:
+            raise FallbackError([], name=self.name)
+        return Response(last.text, model=last.handled_by)
+
+    def __repr__(self) -> str:
+        return f"Workflow(name={self.name!r}, phases={[p.name for p in self.phases]!r})"
