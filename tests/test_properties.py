@@ -97,6 +97,19 @@ def test_chain_invariants(scripts: list[list[Any]], max_retries: int, strategy: 
             isinstance(a.error, RateLimited) and (a.error.retry_after or 0) > 30
         ):
             assert nxt.agent != a.agent
-    # sleeps only ever happen between retries of one child, never between children
-    retries = sum(1 for i in range(1, len(attempts)) if attempts[i].agent == attempts[i - 1].agent)
-    assert len(clock.sleeps) == (retries if strategy != "none" else 0)
+    # sleeps only ever happen between retries of one child, never between children;
+    # with strategy "none" only a Retry-After makes the engine wait.
+    waits = [
+        attempts[i - 1].error
+        for i in range(1, len(attempts))
+        if attempts[i].agent == attempts[i - 1].agent
+    ]
+    expected = [
+        e.retry_after if isinstance(e, RateLimited) else None
+        for e in waits
+        if strategy != "none" or isinstance(e, RateLimited)
+    ]
+    assert len(clock.sleeps) == len(expected)
+    for slept, want in zip(clock.sleeps, expected, strict=True):
+        if want is not None:
+            assert slept == want

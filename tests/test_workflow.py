@@ -96,7 +96,7 @@ async def test_same_parallel_group_reference_is_an_error() -> None:
 
 
 def test_bad_result_field_and_duplicate_names() -> None:
-    with pytest.raises(ValueError, match="'a.txt' is not a Result field"):
+    with pytest.raises(ValueError, match=r"'a\.txt' is not a Result field"):
         Workflow(
             Phase("P", Step("a", echo("a"), prompt="x"), Step("b", echo("b"), prompt="{a.txt}"))
         )
