@@ -7,102 +7,36 @@ and one Result; tenacity is only set up when a retry is actually needed.
 from __future__ import annotations
 
 import copy
-import inspect
-from collections.abc import Callable
 from datetime import timedelta
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, RetryCallState
 
 from orchestrator import events
 from orchestrator._attempt import Attempt
+from orchestrator._attempt_run import AttemptRunner, call_hook, schema_adapter
 from orchestrator._classify import describe, reason_of
-from orchestrator._request import Message, Request, Response
+from orchestrator._request import Request
 from orchestrator._result import Result, Stop
 from orchestrator.errors import (
-    CircuitOpen,
     FallbackError,
     HookError,
     InvalidOutput,
-    ProviderError,
-    ProviderTimeout,
-    RateLimited,
-    Rejected,
-    TerminalError,
 )
 from orchestrator.policy import RetryPolicy, seconds
 
 if TYPE_CHECKING:
-    import asyncio
-
     from orchestrator.fallback import FallbackAgent
 
 __all__ = ["Run", "call_hook"]
-
-
-async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
-    """Call a sync or async user hook; anything it raises becomes ``HookError``."""
-    try:
-        out = hook(*args)
-        if inspect.isawaitable(out):
-            out = await out
-    except Exception as e:
-        events.emit("error", "hook_failed", hook=name, error_type=type(e).__name__)
-        raise HookError(name, e) from e
-    return out
-
-
-@lru_cache(maxsize=256)
-def _schema_adapter(schema: Any) -> Any:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(schema)
 
 
 class _DeadlinePassed(Exception):
     """Internal: the run's deadline passed; end the run with FallbackError."""
 
 
-class Run:
-    """The state of one ``FallbackAgent.run`` (or of one nested chain inside it)."""
-
-    __slots__ = (
-        "_note",
-        "agent",
-        "attempts",
-        "deadline",
-        "deadline_hit",
-        "delivered",
-        "mode",
-        "request",
-        "schema",
-        "sink",
-        "started",
-    )
-
-    def __init__(
-        self,
-        agent: FallbackAgent,
-        request: Request,
-        schema: Any,
-        deadline: float | None,
-        *,
-        sink: asyncio.Queue[str | None] | None = None,
-        mode: str = "raise",
-        delivered: list[str] | None = None,
-    ) -> None:
-        self.agent = agent
-        self.request = request
-        self.schema = schema
-        self.deadline = deadline
-        self.started = agent.clock.now()
-        self.attempts: list[Attempt] = []
-        self.sink = sink
-        self.mode = mode
-        self.delivered: list[str] = delivered if delivered is not None else []
-        self.deadline_hit = False
-        self._note: str | None = None
+class Run(AttemptRunner):
+    """One ``FallbackAgent.run`` (or a nested chain inside one): children, retries, hand-overs."""
 
     @classmethod
     def start(
@@ -116,7 +50,7 @@ class Run:
         limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
         deadline = None if limit is None else agent.clock.now() + limit
         if schema is not None:
-            adapter = _schema_adapter(schema)
+            adapter = schema_adapter(schema)
             request = request.replace(
                 json_schema=adapter.json_schema(),
                 schema_name=getattr(schema, "__name__", "Output"),
@@ -382,171 +316,7 @@ class Run:
         self._note = note
         return True
 
-    # -- one attempt -----------------------------------------------------------
-
-    async def _attempt(self, child: Any, request: Request, number: int) -> Result | BaseException:
-        """Call ``child`` once; record the Attempt; return a Result or the error."""
-        agent = self.agent
-        clock = agent.clock
-        t0 = clock.now()
-        wall = clock.wall()
-        deadline = self.deadline
-        if agent.attempt_timeout is not None:
-            own = t0 + agent.attempt_timeout
-            deadline = own if deadline is None or own < deadline else deadline
-        if self.delivered and self.mode == "continue":
-            request = request.replace(
-                messages=[*request.messages, Message("assistant", "".join(self.delivered))]
-            )
-        response: Response | None = None
-        error: BaseException | None = None
-        try:
-            if deadline is None:
-                response = await self._call(child, request)
-            else:
-                cm = clock.timeout_at(deadline)
-                try:
-                    async with cm:
-                        response = await self._call(child, request)
-                except TimeoutError:
-                    if not getattr(cm, "expired", lambda: False)():
-                        raise
-                    error = self._timeout_error(child.name, clock.now())
-        except Exception as e:
-            error = e
-        duration = clock.now() - t0
-        result: Result | None = None
-        if response is not None:
-            result, error = await self._check(child.name, response, number, wall, duration)
-        if error is None and result is not None:
-            return result
-        assert error is not None
-        self._record_failure(child.name, error, number, wall, duration, response)
-        return error
-
-    async def _call(self, child: Any, request: Request) -> Response:
-        if self.sink is None:
-            response = await child.complete(request)
-        else:
-            from orchestrator._stream import stream_call
-
-            response = await stream_call(self, child, request)
-        if not isinstance(response, Response):
-            raise InvalidOutput(
-                f"complete() returned {type(response).__name__}, expected Response",
-                provider=child.name,
-            )
-        return response
-
-    def _timeout_error(self, name: str, now: float) -> ProviderTimeout:
-        if self.deadline is not None and now >= self.deadline:
-            self.deadline_hit = True
-            return ProviderTimeout("the run's deadline passed during this attempt", provider=name)
-        return ProviderTimeout(
-            f"no reply within attempt_timeout={self.agent.attempt_timeout}s", provider=name
-        )
-
-    async def _check(
-        self, name: str, response: Response, number: int, wall: float, duration: float
-    ) -> tuple[Result | None, BaseException | None]:
-        """Validate a reply against ``schema`` and ``accept``; record the winning attempt."""
-        text = response.text if not self.delivered else "".join(self.delivered)
-        value = None
-        if self.schema is not None:
-            try:
-                value = _schema_adapter(self.schema).validate_json(text)
-            except Exception as e:
-                where = "; ".join(
-                    f"{'.'.join(map(str, err.get('loc', ())))}: {err.get('type')}"
-                    for err in getattr(e, "errors", lambda: [])()[:3]
-                )
-                return None, InvalidOutput(
-                    f"reply does not match schema {self.request.schema_name}"
-                    + (f" ({where})" if where else ": not valid JSON"),
-                    provider=name,
-                )
-        attempt = Attempt(
-            name, None, number, wall, duration, None, response.usage, response.cost_usd, self._note
-        )
-        self._note = None
-        attempts = (*self.attempts, attempt)
-        result = Result(text, name, attempts, self._elapsed(), value, response.model)
-        if self.agent.accept is not None and not await call_hook(
-            "accept", self.agent.accept, result
-        ):
-            return None, Rejected("the accept check refused the reply", provider=name)
-        self.attempts.append(attempt)
-        store = self.agent.health_store
-        if store is not None:
-            store.record_success(name)
-        events.emit(
-            "debug",
-            "attempt_succeeded",
-            agent=self.agent.name,
-            child=name,
-            attempt=number,
-            duration=duration,
-        )
-        return result, None
-
-    def _record_failure(
-        self,
-        name: str,
-        error: BaseException,
-        number: int,
-        wall: float,
-        duration: float,
-        response: Response | None,
-    ) -> None:
-        reason = "deadline" if self.deadline_hit else reason_of(error)
-        usage = response.usage if response is not None else None
-        cost = response.cost_usd if response is not None else None
-        self.attempts.append(
-            Attempt(name, error, number, wall, duration, reason, usage, cost, self._note)
-        )
-        self._note = None
-        store = self.agent.health_store
-        if store is not None and _counts_for_health(error):
-            retry_after = error.retry_after if isinstance(error, RateLimited) else None
-            store.record_failure(name, retry_after=retry_after)
-        events.emit(
-            "info",
-            "attempt_failed",
-            agent=self.agent.name,
-            child=name,
-            attempt=number,
-            reason=reason,
-            duration=duration,
-            **events.error_fields(error),
-        )
-
-    def _skip(self, name: str, open_until: float | None) -> None:
-        error = CircuitOpen("skipped: circuit open", provider=name)
-        self.attempts.append(
-            Attempt(
-                name,
-                error,
-                0,
-                self.agent.clock.wall(),
-                0.0,
-                "circuit_open",
-                note=(f"open until {open_until:.3f}" if open_until else None),
-            )
-        )
-        events.emit(
-            "info",
-            "attempt_failed",
-            agent=self.agent.name,
-            child=name,
-            attempt=0,
-            reason="circuit_open",
-            **events.error_fields(error),
-        )
-
     # -- endings -------------------------------------------------------------
-
-    def _elapsed(self) -> float:
-        return self.agent.clock.now() - self.started
 
     def _stopped(self, stop: Stop) -> Result:
         events.emit("info", "run_stopped", agent=self.agent.name, reason=stop.reason)
@@ -571,10 +341,3 @@ class Run:
                     str(text), None, tuple(self.attempts), self._elapsed(), best_effort=True
                 )
         raise FallbackError(self.attempts, name=agent.name)
-
-
-def _counts_for_health(error: BaseException) -> bool:
-    """Only transient and unusable failures count toward a circuit; never terminal ones."""
-    if isinstance(error, CircuitOpen | InvalidOutput | TerminalError | HookError | FallbackError):
-        return False
-    return isinstance(error, ProviderError | Exception)

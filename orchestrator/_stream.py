@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from orchestrator._attempt import Attempt
+from orchestrator._attempt_run import AttemptRunner
 from orchestrator._engine import Run
 from orchestrator._request import Request, Response
 from orchestrator._result import Result
@@ -96,7 +97,7 @@ class StreamRun:
         return tuple(self._run.attempts) if self._run is not None else ()
 
 
-async def stream_call(run: Run, child: Any, request: Request) -> Response:
+async def stream_call(run: AttemptRunner, child: Any, request: Request) -> Response:
     """Stream one attempt of ``child`` into the run's queue; return the final Response."""
     sink = run.sink
     assert sink is not None
