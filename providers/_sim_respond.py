@@ -11,17 +11,14 @@ import email.utils
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Coroutine
 from typing import Any
 
-from aiohttp import web
-
 from providers._sim_faults import ERROR_KINDS, Fault
+from providers._sim_http11 import Exchange
 from providers._sim_wire import Call, Wire, dumps, reply_text, split_text, token_usage
 
-__all__ = ["error_status", "respond"]
-
-Forever = Callable[[], Awaitable[None]]
+__all__ = ["error_status", "parse_body", "respond", "send_json"]
 
 _JSON = "application/json"
 _JSON_HEADERS = {"Content-Type": _JSON}
@@ -77,100 +74,124 @@ def _retry_headers(fault: Fault, route: str) -> dict[str, str]:
     return headers
 
 
-def _error(wire: Wire, call: Call, fault: Fault) -> web.Response:
+def _error(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     kind = fault.kind
     status = error_status(kind, wire.route, fault.status_code)
     render_kind = _kind_for_status(status) if kind == "status" else kind
     headers = _retry_headers(fault, wire.route) if render_kind == "rate_limited" else {}
-    if fault.headers:
-        headers.update(fault.headers)
     body = fault.body
     if body is None:
-        return _json(status, wire.error(render_kind, status, call), headers)
-    if not isinstance(body, str):
-        return _json(status, dict(body), headers)
-    content_type = _JSON if body[:1] in "{[" and body else "text/plain"
-    if body.lstrip().startswith("<"):
-        content_type = "text/html"
-    if "Content-Type" not in headers and "content-type" not in headers:
-        headers["Content-Type"] = f"{content_type}; charset=utf-8"
-    return web.Response(status=status, text=body, headers=headers)
+        payload = dumps(wire.error(render_kind, status, call)).encode()
+        content_type = _JSON
+    elif not isinstance(body, str):
+        payload = dumps(dict(body)).encode()
+        content_type = _JSON
+    else:
+        payload = body.encode()
+        stripped = body.lstrip()
+        content_type = "text/plain; charset=utf-8"
+        if stripped[:1] in ("{", "["):
+            content_type = _JSON
+        elif stripped.startswith("<"):
+            content_type = "text/html; charset=utf-8"
+    headers["Content-Type"] = content_type
+    for name, value in (fault.headers or {}).items():
+        if name.lower() == "content-type":
+            headers.pop("Content-Type")
+        headers[name] = value
+    ex.send(status, headers, payload)
 
 
-def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> web.Response:
-    if headers:
-        headers.setdefault("Content-Type", _JSON)
-    return web.Response(status=status, body=dumps(obj).encode(), headers=headers or _JSON_HEADERS)
+def send_json(ex: Exchange, status: int, obj: Any) -> None:
+    """Write a complete JSON reply."""
+    ex.send(status, dict(_JSON_HEADERS), dumps(obj).encode())
 
 
-async def _stream(
-    request: web.BaseRequest,
-    wire: Wire,
-    call: Call,
-    events: list[bytes],
-    interval: float,
-) -> web.StreamResponse:
-    response = web.StreamResponse(status=200, headers={"Cache-Control": "no-cache"})
-    response.content_type = wire.stream_content_type(call)
-    await response.prepare(request)
-    if interval > 0:
-        for i, event in enumerate(events):
-            if i:
-                await asyncio.sleep(interval)
-            await response.write(event)
-    elif events:
-        await response.write(b"".join(events))
-    return response
+def _stream_headers(wire: Wire, call: Call) -> dict[str, str]:
+    return {"Content-Type": wire.stream_content_type(call), "Cache-Control": "no-cache"}
 
 
-async def _cut(
-    request: web.BaseRequest, wire: Wire, call: Call, fault: Fault, forever: Forever
-) -> web.StreamResponse:
+def _stream_now(
+    ex: Exchange, wire: Wire, call: Call, events: list[bytes], end: bool = True
+) -> None:
+    ex.start_stream(
+        200, {"Content-Type": wire.stream_content_type(call), "Cache-Control": "no-cache"}
+    )
+    ex.write_chunk(b"".join(events))
+    if end:
+        ex.end_stream()
+
+
+async def _stream_paced(
+    ex: Exchange, wire: Wire, call: Call, events: list[bytes], interval: float
+) -> None:
+    ex.start_stream(
+        200, {"Content-Type": wire.stream_content_type(call), "Cache-Control": "no-cache"}
+    )
+    for i, event in enumerate(events):
+        if i:
+            await asyncio.sleep(interval)
+        ex.write_chunk(event)
+    ex.end_stream()
+
+
+def _cut(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, Any, None] | None:
     text = reply_text(call, fault.text)
     if call.stream:
         pieces = split_text(text, fault.after + 1)[: fault.after]
         events = wire.stream(call, pieces, token_usage(call, text, None), terminate=False)
-        response = await _stream(request, wire, call, events, 0.0)
+        _stream_now(ex, wire, call, events, end=fault.how == "end")
         if fault.how == "end":
-            await response.write_eof()
-            return response
+            return None
     else:
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
-        response = web.StreamResponse(status=200)
-        response.content_type = _JSON
-        response.content_length = len(full)
-        await response.prepare(request)
-        await response.write(full[: len(full) // 2])
-    if fault.how != "hang" and request.transport is not None:
-        request.transport.abort()  # the handler is cancelled as the connection goes
-    await forever()
-    return response
+        ex.send_partial(200, dict(_JSON_HEADERS), len(full), full[: len(full) // 2])
+    if fault.how == "hang":
+        return _forever()
+    ex.abort()
+    return None
 
 
-async def respond(
-    request: web.BaseRequest, wire: Wire, call: Call, fault: Fault, forever: Forever
-) -> web.StreamResponse:
-    """Answer ``call`` as ``fault`` says; ``forever`` waits until the client goes away."""
-    fault = fault.pick()
+async def _forever() -> None:
+    """Wait until cancelled: the client went away or the server is stopping."""
+    await asyncio.get_running_loop().create_future()
+
+
+async def _delayed(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     while fault.kind == "delay":
         await asyncio.sleep(fault.seconds)
         assert fault.then is not None
         fault = fault.then.pick()
+    pending = respond(ex, wire, call, fault)
+    if pending is not None:
+        await pending
+
+
+def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, Any, None] | None:
+    """Answer ``call`` as ``fault`` says: at once (returns None), or through the
+    returned coroutine when the answer involves waiting (delay, hang, pacing)."""
+    fault = fault.pick()
     kind = fault.kind
     if kind == "ok":
         text = reply_text(call, fault.text)
         usage = token_usage(call, text, fault.usage)
-        if call.stream:
-            events = wire.stream(call, split_text(text, fault.chunks), usage, terminate=True)
-            return await _stream(request, wire, call, events, fault.interval)
-        return _json(200, wire.reply(call, text, usage))
+        if not call.stream:
+            send_json(ex, 200, wire.reply(call, text, usage))
+            return None
+        events = wire.stream(call, split_text(text, fault.chunks), usage, terminate=True)
+        if fault.interval > 0:
+            return _stream_paced(ex, wire, call, events, fault.interval)
+        _stream_now(ex, wire, call, events)
+        return None
     if kind in ERROR_KINDS:
-        return _error(wire, call, fault)
+        _error(ex, wire, call, fault)
+        return None
+    if kind == "delay":
+        return _delayed(ex, wire, call, fault)
     if kind == "hang":
-        await forever()
-        raise AssertionError("unreachable: forever() returned")  # pragma: no cover
+        return _forever()
     if kind == "cut_stream":
-        return await _cut(request, wire, call, fault, forever)
+        return _cut(ex, wire, call, fault)
     if call.stream:
         if kind == "content_filter":
             events = wire.filtered_stream(call, fault.prompt_blocked)
@@ -178,18 +199,19 @@ async def respond(
             events = wire.missing_stream(call)
         else:  # invalid_json: a broken event in the middle of a normal stream
             text = reply_text(call, None)
-            events = wire.stream(
-                call, split_text(text, 3), token_usage(call, text, None), terminate=True
-            )
+            usage = token_usage(call, text, None)
+            events = wire.stream(call, split_text(text, 3), usage, terminate=True)
             events.insert(len(events) // 2, wire.broken_event())
-        return await _stream(request, wire, call, events, 0.0)
-    if kind == "content_filter":
-        return _json(200, wire.filtered(call, fault.prompt_blocked))
-    if kind == "missing_field":
-        return _json(200, wire.missing(call))
-    text = reply_text(call, None)
-    full = dumps(wire.reply(call, text, token_usage(call, text, None)))
-    return web.Response(status=200, text=full[: len(full) // 2], content_type=_JSON)
+        _stream_now(ex, wire, call, events)
+    elif kind == "content_filter":
+        send_json(ex, 200, wire.filtered(call, fault.prompt_blocked))
+    elif kind == "missing_field":
+        send_json(ex, 200, wire.missing(call))
+    else:  # invalid_json: a reply cut in the middle of its JSON
+        text = reply_text(call, None)
+        full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
+        ex.send(200, dict(_JSON_HEADERS), full[: len(full) // 2])
+    return None
 
 
 def parse_body(raw: bytes) -> dict[str, Any] | None:

@@ -57,20 +57,19 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
-
-from aiohttp import web
 
 from providers._sim_anthropic import AnthropicWire
 from providers._sim_faults import Fault
 from providers._sim_gemini import GeminiWire
 from providers._sim_http import HTTPWire
+from providers._sim_http11 import Exchange, HTTPServer
 from providers._sim_openai import OpenAIWire
-from providers._sim_respond import parse_body, respond
+from providers._sim_respond import parse_body, respond, send_json
 from providers._sim_script import ROUTES, check_route, load_script, parse_script
-from providers._sim_wire import Wire, dumps
+from providers._sim_wire import Wire
 
 __all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]
 
@@ -117,9 +116,7 @@ class SimulatedServer:
         }
         self._seq = 0
         self._in_flight = 0
-        self._runner: web.ServerRunner | None = None
-        self._site: web.TCPSite | None = None
-        self._server: web.Server | None = None
+        self._server: HTTPServer | None = None
         for route, faults in (script or {}).items():
             self.script(route, faults)
         for route, fault in (defaults or {}).items():
@@ -130,7 +127,7 @@ class SimulatedServer:
     @property
     def url(self) -> str:
         """``http://HOST:PORT`` of the running server."""
-        if self._site is None:
+        if self._server is None:
             raise RuntimeError(
                 "SimulatedServer.url: the server is not running; "
                 "use `async with SimulatedServer() as sim` or `SimulatedServer.in_thread()`"
@@ -227,8 +224,8 @@ class SimulatedServer:
             queue = self._scripts[route]
             return queue.popleft() if queue else self._defaults[route]
 
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path
+    def _handle(self, ex: Exchange) -> Coroutine[Any, Any, None] | None:
+        path = ex.path
         wire = _WIRES.get(path)
         if wire is None:
             if (
@@ -238,72 +235,68 @@ class SimulatedServer:
             ):
                 wire = _GEMINI
             elif path.startswith("/_sim/"):
-                return await self._control(request)
+                self._control(ex)
+                return None
             else:
-                return _plain(
-                    404, f"no route for {request.method} {path}; routes: {', '.join(ROUTES)}"
-                )
-        if request.method != "POST":
-            return _plain(405, f"{path} takes POST, not {request.method}")
+                routes = ", ".join(ROUTES)
+                send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
+                return None
+        if ex.method != "POST":
+            send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
+            return None
+        body = parse_body(ex.body)
+        fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))
+        self._seq += 1
+        call = wire.parse(body or {}, path, ex.query, self._seq)
+        if body is None:
+            fault = Fault.bad_request()
+        pending = respond(ex, wire, call, fault)
+        return None if pending is None else self._track(pending)
+
+    async def _track(self, pending: Coroutine[Any, Any, None]) -> None:
         self._in_flight += 1
         try:
-            body = parse_body(await request.read())
-            record = (request.method, path, request.query, request.headers, body)
-            fault = self._next_fault(wire.route, record)
-            self._seq += 1
-            call = wire.parse(body or {}, path, request.query, self._seq)
-            if body is None:
-                fault = Fault.bad_request()
-            return await respond(request, wire, call, fault, _forever)
+            await pending
         finally:
             self._in_flight -= 1
 
-    async def _control(self, request: web.BaseRequest) -> web.StreamResponse:
-        action = request.path[len("/_sim/") :]
+    def _control(self, ex: Exchange) -> None:
+        action = ex.path[len("/_sim/") :]
         try:
             if action == "counts":
-                return _plain(200, dumps({r: self.count(r) for r in ROUTES}), json_body=True)
-            if action == "reset" and request.method == "POST":
+                send_json(ex, 200, {r: self.count(r) for r in ROUTES})
+                return
+            if action == "reset" and ex.method == "POST":
                 self.reset()
-                return _plain(200, "{}", json_body=True)
-            if action == "script" and request.method == "POST":
-                scripts, defaults = parse_script(json.loads(await request.read() or b"{}"))
+                send_json(ex, 200, {})
+                return
+            if action == "script" and ex.method == "POST":
+                scripts, defaults = parse_script(json.loads(ex.body or b"{}"))
                 for route, faults in scripts.items():
                     self.script(route, faults)
                 for route, fault in defaults.items():
                     self.set_default(route, fault)
-                return _plain(200, "{}", json_body=True)
+                send_json(ex, 200, {})
+                return
         except ValueError as exc:
-            return _plain(400, dumps({"error": str(exc)}), json_body=True)
-        return _plain(404, "control routes: GET /_sim/counts, POST /_sim/script, POST /_sim/reset")
+            send_json(ex, 400, {"error": str(exc)})
+            return
+        message = "control routes: GET /_sim/counts, POST /_sim/script, POST /_sim/reset"
+        send_json(ex, 404, {"error": message})
 
     async def start(self) -> None:
         """Start listening (called by ``async with``)."""
-        if self._runner is not None:
+        if self._server is not None:
             raise RuntimeError("SimulatedServer.start: already running")
-        self._server = web.Server(self._handle, handler_cancellation=True, access_log=None)
-        runner = web.ServerRunner(self._server, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port, backlog=1024)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._port = int(runner.addresses[0][1])
-        self._runner, self._site = runner, site
+        server = HTTPServer(self._handle)
+        self._port = await server.start(self._host, self._port)
+        self._server = server
 
     async def stop(self) -> None:
         """Stop: drop every connection (hung requests end at once), then close."""
-        runner, site, server = self._runner, self._site, self._server
-        if runner is None or site is None or server is None:
-            return
-        self._runner = self._site = self._server = None
-        await site.stop()
-        for connection in server.connections:
-            if connection.transport is not None:
-                connection.transport.abort()
-        await runner.cleanup()
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
 
     async def __aenter__(self) -> SimulatedServer:
         await self.start()
@@ -350,17 +343,6 @@ class SimulatedServer:
             asyncio.run_coroutine_threadsafe(sim.stop(), loop).result(timeout=30)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(30)
-
-
-async def _forever() -> None:
-    """Wait until cancelled: the client went away or the server is stopping."""
-    await asyncio.get_running_loop().create_future()
-
-
-def _plain(status: int, text: str, *, json_body: bool = False) -> web.Response:
-    if json_body:
-        return web.Response(status=status, text=text, content_type="application/json")
-    return web.Response(status=status, text=dumps({"error": text}), content_type="application/json")
 
 
 async def _serve(sim: SimulatedServer) -> None:

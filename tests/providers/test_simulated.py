@@ -729,3 +729,41 @@ def test_cli_serves_a_script_on_a_port(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
+
+
+# -- the HTTP/1.1 layer ------------------------------------------------------------------
+
+
+async def test_pipelined_keep_alive_and_chunked_request_bodies(sim: SimulatedServer) -> None:
+    body = json.dumps({"prompt": "hello"}).encode()
+    first = (
+        b"POST /http/complete HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+    )
+    second = (
+        b"POST /http/complete HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n%x\r\n%b\r\n0\r\n\r\n" % (len(body), body)
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", sim.port)
+    writer.write(first + second)  # both requests in one write: pipelined
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), timeout=10)  # server closes after the second
+    writer.close()
+    replies = raw.split(b"HTTP/1.1 200 OK\r\n")[1:]
+    assert len(replies) == 2
+    assert all(b'"text":"sim-http: hello"' in r for r in replies)
+    assert sim.count("http") == 2
+
+
+async def test_stream_interval_paces_the_events(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    sim.script("openai", [Fault.ok("abcdef", chunks=3, interval=0.05)])
+    url, body = route_request(sim, "openai", stream=True)
+    arrivals = []
+    start = time.perf_counter()
+    async with client.stream("POST", url, json=body) as r:
+        async for _ in r.aiter_raw():
+            arrivals.append(time.perf_counter() - start)
+    assert len(arrivals) >= 3  # paced events arrive in separate reads
+    assert arrivals[-1] >= 0.2  # 6 events (role, 3 texts, finish, [DONE]) 50 ms apart
