@@ -1,0 +1,322 @@
+"""Translate HTTP failures into :mod:`orchestrator.errors`: pure functions, one per wire format.
+
+Each ``map_*_error(status, headers, body, provider=...)`` takes the HTTP status,
+the reply headers and the parsed JSON body (``None`` when it was not JSON) and
+returns the error instance to raise; nothing here does I/O. The vendor's own
+message is kept (cut to 200 characters, key-shaped strings masked) because it
+tells the user what to fix; the request text never is.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from orchestrator.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    ContextWindowExceeded,
+    GuardrailTriggered,
+    InvalidRequest,
+    ModelNotFound,
+    Overloaded,
+    ProviderError,
+    ProviderTimeout,
+    QuotaExhausted,
+    RateLimited,
+    ServerError,
+    StreamInterrupted,
+    UnusableError,
+)
+from providers._secret import Secret, scrub
+
+__all__ = [
+    "error_fields",
+    "header",
+    "map_anthropic_error",
+    "map_gemini_error",
+    "map_openai_error",
+    "map_status",
+    "map_transport_error",
+    "parse_retry_after",
+    "short",
+]
+
+MESSAGE_LIMIT = 200
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """Header ``name`` (lower case) from any mapping, matching case-insensitively."""
+    value = headers.get(name)
+    if value is None:
+        for key, v in headers.items():
+            if key.lower() == name:
+                return v
+    return value
+
+
+def short(text: str, key: Secret | None = None) -> str:
+    """``text`` with secrets masked, on one line, cut to about 200 characters."""
+    text = " ".join(scrub(text, key).split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
+
+    ``None`` when neither header is present or parseable; never negative.
+    ``now`` (epoch seconds) is for tests; it defaults to ``time.time()``.
+    """
+    ms = header(headers, "retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = header(headers, "retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _status_reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "unexpected status"
+
+
+def map_status(
+    status: int,
+    headers: Mapping[str, str],
+    message: str | None,
+    *,
+    provider: str,
+    retry_after: float | None = None,
+) -> ProviderError:
+    """The error for ``status`` alone, when the body says nothing more specific.
+
+    408 and 5xx are transient (529 ``Overloaded``), 429 ``RateLimited`` with the
+    parsed Retry-After, 401/403 auth, 402 quota, 404 model, 413 context window,
+    other 4xx ``InvalidRequest``; 1xx/3xx mean a wrong ``base_url``.
+    """
+    text = message or _status_reason(status)
+    if status == 429:
+        wait = parse_retry_after(headers)
+        wait = retry_after if wait is None else wait
+        return RateLimited(text, provider=provider, status=status, retry_after=wait)
+    if status == 529:
+        return Overloaded(text, provider=provider, status=status)
+    if status == 408 or 500 <= status <= 599:
+        return ServerError(text, provider=provider, status=status)
+    if status in (401, 403):
+        return AuthenticationFailed(text, provider=provider, status=status)
+    if status == 402:
+        return QuotaExhausted(text, provider=provider, status=status)
+    if status == 404:
+        return ModelNotFound(text, provider=provider, status=status)
+    if status == 413:
+        return ContextWindowExceeded(text, provider=provider, status=status)
+    if 400 <= status <= 499:
+        return InvalidRequest(text, provider=provider, status=status)
+    return UnusableError(
+        f"{text}: unexpected HTTP status; check base_url", provider=provider, status=status
+    )
+
+
+def error_fields(body: Any) -> tuple[str, str, str]:
+    """(message, type, code) of ``{"error": {...}}``, ``{"error": "..."}`` or ``{"message"}``."""
+    if not isinstance(body, Mapping):
+        return "", "", ""
+    err = body.get("error", body)
+    if isinstance(err, str):
+        return err, "", ""
+    if not isinstance(err, Mapping):
+        return "", "", ""
+    message = err.get("message") or err.get("detail") or ""
+    etype = err.get("type") or err.get("status") or ""
+    code = err.get("code") or ""
+    return str(message), str(etype), str(code)
+
+
+_OPENAI_QUOTA = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+_OPENAI_GUARDRAIL = {"content_filter", "content_policy_violation"}
+_CONTEXT_TEXT = re.compile(
+    r"maximum context length|context[_ ]length|context window|prompt is too long|"
+    r"exceed context limit|input token count .*exceeds|exceeds the maximum number of tokens|"
+    r"too many tokens|token limit",
+    re.IGNORECASE,
+)
+
+
+def map_openai_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    provider: str,
+    key: Secret | None = None,
+) -> ProviderError:
+    """An OpenAI-compatible error reply (``{"error": {message, type, param, code}}``)."""
+    raw, etype, code = error_fields(body)
+    message = short(raw, key) or None
+    kind = {etype, code}
+    if kind & _OPENAI_QUOTA or (status in (402, 429) and "billing" in raw.lower()):
+        return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
+    if "context_length_exceeded" in kind or (status in (400, 413) and _CONTEXT_TEXT.search(raw)):
+        return ContextWindowExceeded(
+            message or "context too long", provider=provider, status=status
+        )
+    if kind & _OPENAI_GUARDRAIL:
+        return GuardrailTriggered(message or "content filtered", provider=provider, status=status)
+    if code == "model_not_found":
+        return ModelNotFound(message or "model not found", provider=provider, status=status)
+    if code == "invalid_api_key":
+        return AuthenticationFailed(message or "invalid API key", provider=provider, status=status)
+    return map_status(status, headers, message, provider=provider)
+
+
+_ANTHROPIC_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def map_anthropic_error(
+    status: int | None,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    provider: str,
+    key: Secret | None = None,
+) -> ProviderError:
+    """An Anthropic error (``{"type": "error", "error": {type, message}}``).
+
+    ``status=None`` for an ``error`` event inside a stream: the error type
+    then stands for the status it is documented with (overloaded_error = 529).
+    """
+    raw, etype, _ = error_fields(body)
+    message = short(raw, key) or None
+    low = raw.lower()
+    code = status if status is not None else _ANTHROPIC_STATUS.get(etype, 500)
+    if "credit balance" in low or etype == "billing_error":
+        return QuotaExhausted(message or "billing error", provider=provider, status=status)
+    if etype == "overloaded_error" or code == 529:
+        return Overloaded(message or "overloaded", provider=provider, status=status)
+    if etype == "request_too_large" or (code in (400, 413) and _CONTEXT_TEXT.search(raw)):
+        return ContextWindowExceeded(message or "prompt too long", provider=provider, status=status)
+    err = map_status(code, headers, message, provider=provider)
+    err.status = status
+    return err
+
+
+def _gemini_details(body: Any) -> tuple[list[str], float | None, list[str]]:
+    """(quota ids, RetryInfo delay in seconds, ErrorInfo reasons) from ``error.details``."""
+    quota_ids: list[str] = []
+    reasons: list[str] = []
+    delay: float | None = None
+    err = body.get("error") if isinstance(body, Mapping) else None
+    details = err.get("details") if isinstance(err, Mapping) else None
+    for item in details if isinstance(details, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        kind = str(item.get("@type", ""))
+        if kind.endswith("QuotaFailure"):
+            for v in item.get("violations") or []:
+                if isinstance(v, Mapping):
+                    quota_ids.append(str(v.get("quotaId", "")))
+        elif kind.endswith("RetryInfo"):
+            match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", str(item.get("retryDelay", "")))
+            if match:
+                delay = float(match.group(1))
+        elif kind.endswith("ErrorInfo"):
+            reasons.append(str(item.get("reason", "")))
+    return quota_ids, delay, reasons
+
+
+def map_gemini_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    provider: str,
+    key: Secret | None = None,
+) -> ProviderError:
+    """A Gemini error (``{"error": {code, message, status, details}}``).
+
+    A 429 is ``QuotaExhausted`` when a per-day quota is named, or when it talks
+    of quota/billing with no retry delay; otherwise ``RateLimited`` with the
+    ``Retry-After`` header or the ``RetryInfo.retryDelay`` detail.
+    """
+    raw, grpc_status, _ = error_fields(body)
+    message = short(raw, key) or None
+    low = raw.lower()
+    quota_ids, delay, reasons = _gemini_details(body)
+    if "API_KEY_INVALID" in reasons or "api key not valid" in low or "api key expired" in low:
+        return AuthenticationFailed(message or "invalid API key", provider=provider, status=status)
+    if _CONTEXT_TEXT.search(raw) and status in (400, 413):
+        return ContextWindowExceeded(message or "input too long", provider=provider, status=status)
+    if status == 429 or grpc_status == "RESOURCE_EXHAUSTED":
+        waits = parse_retry_after(headers)
+        per_day = any("perday" in q.lower() for q in quota_ids)
+        billing = "quota" in low and ("billing" in low or "plan" in low)
+        no_wait = delay is None and waits is None
+        if per_day or "credits are depleted" in low or (billing and no_wait):
+            return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
+        return RateLimited(
+            message or "rate limited",
+            provider=provider,
+            status=status,
+            retry_after=waits if waits is not None else delay,
+        )
+    if grpc_status == "FAILED_PRECONDITION":
+        # "User location is not supported", "enable billing": not this request's fault, another
+        # region or vendor can serve it.
+        return UnusableError(message or "precondition failed", provider=provider, status=status)
+    return map_status(status, headers, message, provider=provider)
+
+
+def map_transport_error(
+    timed_out: bool,
+    detail: str,
+    *,
+    provider: str,
+    timeout: float,
+    streaming: bool = False,
+) -> ProviderError:
+    """A failure below HTTP: ``ProviderTimeout`` past ``timeout``, ``StreamInterrupted``
+    when a stream broke after it started, else ``ConnectionFailed``."""
+    if timed_out:
+        where = "between stream chunks" if streaming else "for the reply"
+        return ProviderTimeout(
+            f"waited {timeout:g}s {where} (timeout={timeout:g}); "
+            "raise timeout= if the model is slow",
+            provider=provider,
+        )
+    if streaming:
+        return StreamInterrupted(f"stream broke: {detail}", provider=provider)
+    return ConnectionFailed(detail, provider=provider)

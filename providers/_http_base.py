@@ -1,0 +1,246 @@
+"""What every vendor HTTP provider shares: settings, the key, one POST, one stream, the cost.
+
+Vendor modules (``_openai``, ``_anthropic``, ``_gemini``) subclass
+:class:`VendorProvider` and supply the payload, the reply parsing and the
+error mapping; this module owns the boundary: every failure leaves here as a
+class of :mod:`orchestrator.errors`, with the library's exception as
+``__cause__``, and no message holds the key or the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from orchestrator._request import Response, Usage
+from orchestrator.errors import AuthenticationFailed, InvalidOutput, ProviderError
+from providers._client import Transport, TransportError, shared_client, to_transport
+from providers._errors_map import map_transport_error, short
+from providers._secret import Secret, check_endpoint
+from providers._sse import SSEEvent, sse_events
+
+__all__ = [
+    "Missing",
+    "VendorProvider",
+    "cost_of",
+    "dig",
+    "load_json",
+    "schema_name",
+    "seconds",
+    "validate_price",
+]
+
+ErrorMapper = Callable[..., ProviderError]
+
+
+class Missing(Exception):
+    """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
+
+
+def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
+    """``data[path[0]][path[1]]...``; raises :class:`Missing` naming the path when absent
+    (or None); ``what`` names the document in the message ("reply", "stream event")."""
+    node = data
+    for i, step in enumerate(path):
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            node = None
+        if node is None:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[: i + 1])
+            raise Missing(f"{what} has no {where.lstrip('.')}") from None
+    return node
+
+
+def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
+    """Parse JSON, raising ``InvalidOutput`` (cause chained) when it is not."""
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise InvalidOutput(
+            f"{what} is not valid JSON ({type(exc).__name__} at char "
+            f"{getattr(exc, 'pos', '?')}, {len(data)} bytes)",
+            provider=provider,
+        ) from exc
+
+
+def seconds(value: float | timedelta, *, field: str) -> float:
+    """A positive number of seconds from a float or a ``timedelta``."""
+    out = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(out, bool) or not isinstance(out, int | float) or not out > 0:
+        raise ValueError(f"{field}={value!r} must be a positive number of seconds (e.g. 60.0)")
+    return float(out)
+
+
+def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[float, float] | None:
+    """``(usd_per_1M_input, usd_per_1M_output)``, both >= 0, or None."""
+    if price is None:
+        return None
+    try:
+        pin, pout = price
+        ok = pin >= 0 and pout >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{field}={price!r} must be (usd_per_1M_input, usd_per_1M_output), both >= 0"
+        )
+    return (float(pin), float(pout))
+
+
+def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | None:
+    """USD for ``usage`` at ``price`` per million tokens (None when either is unknown)."""
+    if usage is None or price is None:
+        return None
+    return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+
+class VendorProvider:
+    """Base of the vendor providers: validated settings and the HTTP boundary."""
+
+    family: ClassVar[str] = ""
+    env_vars: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | Secret | None,
+        name: str | None,
+        timeout: float | timedelta,
+        price: tuple[float, float] | None,
+        client: Any,
+        allow_insecure_http: bool,
+        extra_headers: Mapping[str, str] | None,
+    ) -> None:
+        cls = type(self).__name__
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"{cls}.model: {model!r} must be a non-empty model name")
+        self.model = model
+        self.base_url = check_endpoint(
+            base_url, field=f"{cls}.base_url", allow_insecure_http=allow_insecure_http
+        )
+        self.name = name or f"{self.family}:{model}"
+        self.timeout = seconds(timeout, field=f"{cls}.timeout")
+        self.price = validate_price(price, field=f"{cls}.price")
+        if api_key is not None and not isinstance(api_key, str | Secret):
+            raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
+        self._key = Secret(api_key) if isinstance(api_key, str) else api_key
+        self._transport: Transport | None = None if client is None else to_transport(client)
+        self._extra_headers = dict(extra_headers or {})
+        self._headers: tuple[Secret, dict[str, str]] | None = None
+
+    def __repr__(self) -> str:
+        cls = type(self).__name__
+        return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self.base_url!r})"
+
+    # -- hooks for the vendor modules ----------------------------------------
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        """The headers carrying ``key`` (and any fixed vendor header)."""
+        raise NotImplementedError
+
+    def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
+        """The taxonomy error for a non-2xx reply."""
+        raise NotImplementedError
+
+    # -- shared machinery ---------------------------------------------------------
+
+    def api_key(self) -> Secret:
+        """The key given, else the first env var set; ``AuthenticationFailed`` when neither."""
+        if self._key:
+            return self._key
+        for var in self.env_vars:
+            value = os.environ.get(var)
+            if value:
+                return Secret(value)
+        names = " or ".join(self.env_vars)
+        raise AuthenticationFailed(
+            f"no API key: pass api_key= to {type(self).__name__} or set {names}",
+            provider=self.name,
+        )
+
+    def request_headers(self) -> dict[str, str]:
+        """Content type, auth and extra headers; rebuilt only when the key changes."""
+        key = self.api_key()
+        cached = self._headers
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        headers = {"content-type": "application/json", **self._extra_headers}
+        headers.update(self.auth_headers(key))
+        self._headers = (key, headers)
+        return headers
+
+    def response(
+        self, text: str, usage: Usage | None, model: str | None, finish_reason: str | None
+    ) -> Response:
+        """The final Response, with the cost when ``price`` is set."""
+        return Response(
+            text=text,
+            usage=usage,
+            model=model or self.model,
+            finish_reason=finish_reason,
+            cost_usd=cost_of(usage, self.price),
+        )
+
+    def _error_body(self, body: bytes) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
+
+    def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
+        return map_transport_error(
+            exc.timed_out,
+            short(str(exc), self._key),
+            provider=self.name,
+            timeout=self.timeout,
+            streaming=streaming and exc.after_headers,
+        )
+
+    async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
+        """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
+        headers = self.request_headers()
+        transport = self._transport or shared_client()
+        try:
+            reply = await transport.post(url, headers, json.dumps(payload).encode(), self.timeout)
+        except TransportError as exc:
+            raise self._transport_failure(exc, streaming=False) from (exc.__cause__ or exc)
+        if not 200 <= reply.status < 300:
+            raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
+        return load_json(reply.body, provider=self.name)
+
+    async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
+        """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
+
+        A transport failure after the reply started is ``StreamInterrupted``.
+        """
+        headers = self.request_headers()
+        transport = self._transport or shared_client()
+        try:
+            async with transport.stream(
+                url, headers, json.dumps(payload).encode(), self.timeout
+            ) as reply:
+                if not 200 <= reply.status < 300:
+                    body = await reply.read()
+                    raise self.map_error(reply.status, reply.headers, self._error_body(body))
+                async for event in sse_events(reply.chunks()):
+                    yield event
+        except TransportError as exc:
+            raise self._transport_failure(exc, streaming=True) from (exc.__cause__ or exc)
+
+    def invalid(self, exc: Missing) -> InvalidOutput:
+        """``InvalidOutput`` for a reply missing a field (raise it ``from exc``)."""
+        return InvalidOutput(str(exc), provider=self.name)
+
+
+def schema_name(name: str | None) -> str:
+    """A vendor-safe tool/schema name (``[a-zA-Z0-9_-]{1,64}``), default ``"response"``."""
+    import re
+
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name or "")[:64]
+    return cleaned or "response"

@@ -1,0 +1,206 @@
+"""``HTTPFallback``: hand a request over to any HTTP endpoint of your own.
+
+POSTs ``{"prompt", "messages", "system", "reason", "attempts"}`` as JSON and
+reads ``{"text": ...}`` back. ``reason`` and ``attempts`` describe the hand-over
+(taken from ``request.metadata["handover"]``, which the engine fills in); no
+other metadata and no secret is sent. Use it as the last child of a chain: a
+human queue, an internal service, a cached answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from orchestrator._request import Request, Response, Usage
+from orchestrator.errors import (
+    AuthenticationFailed,
+    GuardrailTriggered,
+    InvalidOutput,
+    ProviderError,
+)
+from providers._client import Transport, TransportError, shared_client, to_transport
+from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
+from providers._http_base import cost_of, load_json, seconds, validate_price
+from providers._secret import check_endpoint
+
+__all__ = ["HTTPFallback"]
+
+HeadersArg = (
+    Mapping[str, str]
+    | Callable[[], Mapping[str, str]]
+    | Callable[[], Awaitable[Mapping[str, str]]]
+    | None
+)
+_ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
+
+
+def _display_url(url: str) -> str:
+    """``url`` without query, fragment or user info: safe to put in a message."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def handover_payload(request: Request) -> dict[str, Any]:
+    """The JSON body for ``request``: prompt, messages, system and the hand-over record."""
+    handover = request.metadata.get("handover")
+    handover = handover if isinstance(handover, Mapping) else {}
+    attempts = handover.get("attempts")
+    reason = handover.get("reason")
+    return {
+        "prompt": request.prompt,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "system": request.system,
+        "reason": reason if isinstance(reason, str) else None,
+        "attempts": [
+            {k: a.get(k) for k in _ATTEMPT_KEYS}
+            for a in (attempts if isinstance(attempts, list | tuple) else ())
+            if isinstance(a, Mapping)
+        ],
+    }
+
+
+class HTTPFallback:
+    """POST the request to ``url`` and use the ``text`` of the JSON reply.
+
+    ``headers`` is a dict or a sync/async callable returning one (called on
+    every request, for fresh tokens). ``read_text(json) -> str`` reads another
+    reply shape. A non-2xx reply raises the taxonomy error for its status,
+    naming the status and the URL; a reply without a string ``text`` is
+    ``InvalidOutput``. Headers travel only over https or to loopback unless
+    ``allow_insecure_http=True``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: HeadersArg = None,
+        read_text: Callable[[Any], str] | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+    ) -> None:
+        if not isinstance(url, str):
+            raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
+        self.url = check_endpoint(
+            url,
+            field="HTTPFallback.url",
+            allow_insecure_http=allow_insecure_http or headers is None,
+        )
+        if headers is not None and not (isinstance(headers, Mapping) or callable(headers)):
+            raise TypeError(
+                "HTTPFallback.headers: expected a dict or a callable returning one, "
+                f"got {type(headers).__name__}"
+            )
+        self._headers = headers
+        self._read_text = read_text
+        self._display = _display_url(self.url)
+        parts = urlsplit(self.url)
+        host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+        self.name = name or f"http:{host}"
+        self.timeout = seconds(timeout, field="HTTPFallback.timeout")
+        self.price = validate_price(price, field="HTTPFallback.price")
+        self._transport: Transport | None = None if client is None else to_transport(client)
+
+    def __repr__(self) -> str:
+        return f"HTTPFallback(url={self._display!r}, name={self.name!r})"
+
+    async def _request_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        source = self._headers
+        if source is None:
+            return headers
+        try:
+            value: Any = source if isinstance(source, Mapping) else source()
+            if inspect.isawaitable(value):
+                value = await value
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected a dict of headers, got {type(value).__name__}")
+            headers.update({str(k): str(v) for k, v in value.items()})
+        except Exception as exc:
+            raise AuthenticationFailed(
+                f"headers callable failed ({type(exc).__name__}); fix the token source",
+                provider=self.name,
+            ) from exc
+        return headers
+
+    def _error(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
+        # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
+        # convention; its hints (quota, context length) refine the status.
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        err = map_openai_error(status, headers, parsed, provider=self.name)
+        vendor = short(error_fields(parsed)[0])
+        err.message = f"POST {self._display} answered {status}" + (f": {vendor}" if vendor else "")
+        err.args = (err.message,)
+        return err
+
+    def _parse(self, data: Any) -> Response:
+        if isinstance(data, Mapping) and data.get("finish_reason") == "content_filter":
+            raise GuardrailTriggered(
+                f"{self._display} withheld the reply (finish_reason=content_filter)",
+                provider=self.name,
+            )
+        try:
+            text = (
+                self._read_text(data)
+                if self._read_text
+                else (data.get("text") if isinstance(data, Mapping) else None)
+            )
+        except Exception as exc:
+            raise InvalidOutput(
+                f"read_text raised {type(exc).__name__} on the reply from {self._display}",
+                provider=self.name,
+            ) from exc
+        if not isinstance(text, str):
+            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
+            raise InvalidOutput(
+                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
+                provider=self.name,
+            )
+        usage = data.get("usage") if isinstance(data, Mapping) else None
+        use = (
+            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+            if isinstance(usage, Mapping)
+            else None
+        )
+        model = data.get("model") if isinstance(data, Mapping) else None
+        return Response(
+            text=text,
+            usage=use,
+            model=model if isinstance(model, str) else None,
+            cost_usd=cost_of(use, self.price),
+        )
+
+    async def complete(self, request: Request) -> Response:
+        """POST the request; every failure raised as an ``orchestrator.errors`` class."""
+        headers = await self._request_headers()
+        body = json.dumps(handover_payload(request)).encode()
+        transport = self._transport or shared_client()
+        try:
+            reply = await transport.post(self.url, headers, body, self.timeout)
+        except TransportError as exc:
+            raise map_transport_error(
+                exc.timed_out, short(str(exc)), provider=self.name, timeout=self.timeout
+            ) from (exc.__cause__ or exc)
+        if not 200 <= reply.status < 300:
+            raise self._error(reply.status, reply.headers, reply.body)
+        return self._parse(load_json(reply.body, provider=self.name))
+
+    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+        """The whole reply as one chunk, then the Response (the endpoint does not stream)."""
+        response = await self.complete(request)
+        if response.text:
+            yield response.text
+        yield response
