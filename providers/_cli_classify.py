@@ -1,0 +1,224 @@
+"""Map what a command-line agent printed (an HTTP status, an error message) to the taxonomy.
+
+The CLIs wrap their API's errors in their own words. :func:`error_for` reads a
+status when one is known (structured output first, then a status found in the
+text) and refines it with the message, exactly as the HTTP providers do:
+401/403 -> AuthenticationFailed, 429 -> RateLimited (QuotaExhausted when the
+message is about quota or billing), 529 or "overloaded" -> Overloaded, 5xx ->
+ServerError, "prompt is too long" -> ContextWindowExceeded, other 400s ->
+InvalidRequest. With no status, recognisable messages are matched alone.
+
+Messages put into errors are clipped to their last ~300 characters and
+redacted: no environment value and no prompt text may leak into an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from orchestrator.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    ContextWindowExceeded,
+    InvalidRequest,
+    ModelNotFound,
+    Overloaded,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    ServerError,
+    TransientError,
+)
+
+__all__ = ["Redactor", "classify_exit", "error_for", "find_status", "retry_after_in"]
+
+TAIL_CHARS = 300
+
+_CONTEXT = re.compile(
+    r"prompt is too long|context[_ ]length|context window|maximum context|too many tokens"
+    r"|input token count.{0,80}exceeds|reduce the length of (?:the|your) (?:messages|prompt)",
+    re.I | re.S,
+)
+_QUOTA = re.compile(
+    r"insufficient[_ ]quota|exceeded your current quota|quota exceeded|credit balance"
+    r"|billing|usage limit|out of credits|payment required",
+    re.I,
+)
+_AUTH = re.compile(
+    r"invalid api[ _-]?key|api key not valid|invalid x-api-key|incorrect api key|api_key_invalid"
+    r"|authentication[_ ]error|authentication failed|unauthori[sz]ed|not logged in"
+    r"|please (?:run )?/?log ?in|invalid bearer|oauth token has expired|permission[_ ]denied"
+    r"|forbidden|invalid auth method",
+    re.I,
+)
+_MODEL = re.compile(
+    r"model[_ ]not[_ ]found|not_found_error|unknown model|model \S+ (?:does not exist|not found)"
+    r"|model .{0,80}does not exist",
+    re.I,
+)
+_OVERLOADED = re.compile(r"overloaded|high demand|over capacity|at capacity", re.I)
+_RATE = re.compile(
+    r"rate[_ -]?limit|too many requests|resource has been exhausted|resource_exhausted", re.I
+)
+_SERVER = re.compile(
+    r"internal server error|bad gateway|service unavailable|gateway timeout|internal error", re.I
+)
+_CONNECTION = re.compile(
+    r"econnrefused|econnreset|connection refused|connection reset|failed to connect"
+    r"|could not connect|network error|fetch failed|name does not resolve|getaddrinfo"
+    r"|enotfound|etimedout|stream disconnected",
+    re.I,
+)
+
+_STATUS_PATTERNS = (
+    re.compile(r"api error:?\s*(\d{3})\b", re.I),
+    re.compile(r"last status:?\s*(\d{3})\b", re.I),
+    re.compile(r"\b(?:status(?:[ _]code)?|http)[\"']?\s*[:=]?\s*(\d{3})\b", re.I),
+    re.compile(r"[\"']code[\"']\s*:\s*(\d{3})\b"),
+    re.compile(
+        r"\b(\d{3})\s+(?:Unauthorized|Forbidden|Not Found|Too Many Requests|Bad Request"
+        r"|Payload Too Large|Internal Server Error|Bad Gateway|Service Unavailable"
+        r"|Gateway Timeout|Overloaded)\b",
+        re.I,
+    ),
+)
+_RETRY_AFTER = re.compile(
+    r"(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)?\b"
+    r"|[\"']?retry[_-]?(?:after|delay)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\s*(ms|s)?",
+    re.I,
+)
+
+
+def find_status(text: str) -> int | None:
+    """The last HTTP error status (400-599) mentioned in ``text``, or None."""
+    best: tuple[int, int] | None = None
+    for pattern in _STATUS_PATTERNS:
+        for m in pattern.finditer(text):
+            code = int(m.group(1))
+            if 400 <= code <= 599 and (best is None or m.start() > best[0]):
+                best = (m.start(), code)
+    return best[1] if best else None
+
+
+def retry_after_in(text: str) -> float | None:
+    """Seconds to wait when the message says so ("try again in 2s", "retryDelay": "12s")."""
+    matches = list(_RETRY_AFTER.finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    value, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    seconds = float(value)
+    return seconds / 1000.0 if unit and unit.lower().startswith("m") else seconds
+
+
+def _from_status(status: int, text: str, provider: str, msg: str) -> ProviderError:
+    if status in (401, 403):
+        return AuthenticationFailed(msg, provider=provider, status=status)
+    if status == 402 or (status in (400, 429) and _QUOTA.search(text)):
+        return QuotaExhausted(msg, provider=provider, status=status)
+    if status == 429:
+        return RateLimited(msg, provider=provider, status=status, retry_after=retry_after_in(text))
+    if status == 413 or (status in (400, 422) and _CONTEXT.search(text)):
+        return ContextWindowExceeded(msg, provider=provider, status=status)
+    if status == 404:
+        return ModelNotFound(msg, provider=provider, status=status)
+    if status in (400, 422):
+        if _AUTH.search(text):  # Gemini: 400 API_KEY_INVALID
+            return AuthenticationFailed(msg, provider=provider, status=status)
+        if _MODEL.search(text):
+            return ModelNotFound(msg, provider=provider, status=status)
+        return InvalidRequest(msg, provider=provider, status=status)
+    if status == 529 or (status >= 500 and _OVERLOADED.search(text)):
+        return Overloaded(msg, provider=provider, status=status)
+    if status >= 500 or status in (408, 409):
+        return ServerError(msg, provider=provider, status=status)
+    return TransientError(msg, provider=provider, status=status)
+
+
+def _from_text(text: str, provider: str, msg: str) -> ProviderError | None:
+    for pattern, cls in (
+        (_CONTEXT, ContextWindowExceeded),
+        (_QUOTA, QuotaExhausted),
+        (_AUTH, AuthenticationFailed),
+        (_MODEL, ModelNotFound),
+        (_OVERLOADED, Overloaded),
+    ):
+        if pattern.search(text):
+            return cls(msg, provider=provider)
+    if _RATE.search(text):
+        return RateLimited(msg, provider=provider, retry_after=retry_after_in(text))
+    if _SERVER.search(text):
+        return ServerError(msg, provider=provider)
+    if _CONNECTION.search(text):
+        return ConnectionFailed(msg, provider=provider)
+    return None
+
+
+def error_for(
+    status: int | None, text: str, *, provider: str, message: str | None = None
+) -> ProviderError | None:
+    """The taxonomy error for an API ``status`` and/or error ``text``; None if unrecognised.
+
+    ``message`` (default: the clipped ``text``) becomes the error's message;
+    pass it already redacted.
+    """
+    msg = clip(text) if message is None else message
+    if status is not None and 400 <= status <= 599:
+        return _from_status(status, text, provider, msg)
+    return _from_text(text, provider, msg)
+
+
+def classify_exit(
+    returncode: int, stderr: str, stdout: str, *, provider: str, redact: Redactor
+) -> ProviderError | None:
+    """Default classification of a finished run: None for exit 0, else an error.
+
+    Recognised messages (and a status found in them) map like HTTP errors;
+    anything else is a ``TransientError`` naming the exit status and the last
+    ~300 characters of stderr.
+    """
+    if returncode == 0:
+        return None
+    text = f"{stderr}\n{stdout[-2000:]}"
+    tail = clip(redact(stderr.strip() or stdout.strip()))
+    err = error_for(find_status(text), text, provider=provider, message=tail)
+    if err is not None:
+        return err
+    return TransientError(
+        f"exited with status {returncode}" + (f"; stderr ends: {tail}" if tail else ""),
+        provider=provider,
+    )
+
+
+def clip(text: str, limit: int = TAIL_CHARS) -> str:
+    """The last ``limit`` characters of ``text``, stripped, marked with "..." when cut."""
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+class Redactor:
+    """Replaces secrets and prompt text in diagnostics with placeholders.
+
+    Values shorter than 8 characters are not redacted (too many false hits);
+    the prompt is redacted whole and line by line (lines of 20+ characters).
+    """
+
+    def __init__(self, secrets: Iterable[str] = (), prompt: str = "") -> None:
+        subs: dict[str, str] = {}
+        for line in prompt.splitlines():
+            if len(line.strip()) >= 20:
+                subs[line.strip()] = "<prompt>"
+        if len(prompt.strip()) >= 8:
+            subs[prompt.strip()] = "<prompt>"
+        for value in secrets:
+            if len(value) >= 8:
+                subs[value] = "***"
+        # Longest first, so a secret containing another is replaced whole.
+        self._subs = sorted(subs.items(), key=lambda kv: -len(kv[0]))
+
+    def __call__(self, text: str) -> str:
+        for old, new in self._subs:
+            if old in text:
+                text = text.replace(old, new)
+        return text

@@ -1,0 +1,305 @@
+"""ClaudeCode, Codex and GeminiCLI against a stand-in printing each CLI's output format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator._request import Request, Usage
+from orchestrator.errors import (
+    AuthenticationFailed,
+    ContextWindowExceeded,
+    InvalidOutput,
+    ModelNotFound,
+    Overloaded,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    ServerError,
+    UnusableError,
+)
+from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
+
+from .conftest_cli import FAKE_AGENT
+
+
+def env_for(tool: str, scenario: str = "ok", record: Path | None = None) -> dict[str, str | None]:
+    env: dict[str, str | None] = {"STANDIN_TOOL": tool, "STANDIN_SCENARIO": scenario}
+    if record is not None:
+        env["STANDIN_RECORD"] = str(record)
+    return env
+
+
+def recorded(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+# --- claude ---------------------------------------------------------------------------------
+
+
+async def test_claude_success_reads_the_json_result(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.json"
+    cli = ClaudeCode(
+        model="claude-test-1",
+        max_turns=3,
+        system_prompt="You are terse.",
+        executable=FAKE_AGENT,
+        env=env_for("claude", record=rec),
+    )
+    resp = await cli.complete(Request("say ping", system="Answer in English."))
+    assert resp.text == "pong"
+    assert resp.usage == Usage(8, 3)  # input + cache creation + cache read
+    assert resp.cost_usd == pytest.approx(0.000075)
+    assert resp.model == "claude-test-1"
+    assert resp.finish_reason == "end_turn"
+    run = recorded(rec)
+    assert run["argv"][:3] == ["-p", "--output-format", "json"]
+    assert run["argv"][3:] == [
+        "--model",
+        "claude-test-1",
+        "--max-turns",
+        "3",
+        "--system-prompt",
+        "You are terse.",
+        "--append-system-prompt",
+        "Answer in English.",
+    ]
+    assert run["stdin"] == "say ping"  # the prompt travels on stdin, never in argv
+    assert run["env"]["CLAUDE_CODE_MAX_RETRIES"] == "0"
+
+
+async def test_claude_max_retries_switch_beats_the_inherited_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "10")
+    rec = tmp_path / "rec.json"
+    await ClaudeCode(
+        executable=FAKE_AGENT, env=env_for("claude", record=rec), base_url="http://x/anthropic"
+    ).complete(Request("hi"))
+    assert recorded(rec)["env"]["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert recorded(rec)["env"]["ANTHROPIC_BASE_URL"] == "http://x/anthropic"
+
+
+async def test_claude_stream_json_output_is_read_from_its_last_result_event(
+    tmp_path: Path,
+) -> None:
+    rec = tmp_path / "rec.json"
+    cli = ClaudeCode(
+        output_format="stream-json", executable=FAKE_AGENT, env=env_for("claude", record=rec)
+    )
+    assert (await cli.complete(Request("hi"))).text == "pong"
+    assert recorded(rec)["argv"][:4] == ["-p", "--output-format", "stream-json", "--verbose"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected", "status"),
+    [
+        ("error:401:Invalid API key · Fix external API key", AuthenticationFailed, 401),
+        ("error:529:API Error: 529 Overloaded. This is a server-side issue", Overloaded, 529),
+        ("error:429:API Error: Rate limit reached", RateLimited, 429),
+        ("error:500:API Error: 500 Internal server error", ServerError, 500),
+        (
+            "error:400:Prompt is too long: 250000 tokens > 200000 maximum",
+            ContextWindowExceeded,
+            400,
+        ),
+        ("error:400:Credit balance is too low", QuotaExhausted, 400),
+        ("error:404:model: claude-nope not found", ModelNotFound, 404),
+        ("error::API Error: 529 overloaded_error", Overloaded, 529),
+    ],
+)
+async def test_claude_errors_are_classified_from_the_json(
+    scenario: str, expected: type[ProviderError], status: int
+) -> None:
+    cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", scenario))
+    with pytest.raises(expected) as info:
+        await cli.complete(Request("hi"))
+    assert info.value.status == status
+    assert info.value.provider == "claude-code"
+
+
+async def test_claude_structured_output_beats_stderr_text() -> None:
+    """JSON says 401; a rate-limit-looking stderr (and exit status) must not win."""
+    env = env_for("claude", "error:401:Invalid API key")
+    env["STANDIN_STDERR"] = "Error: 429 Too Many Requests, rate limit exceeded"
+    with pytest.raises(AuthenticationFailed):
+        await ClaudeCode(executable=FAKE_AGENT, env=env).complete(Request("hi"))
+    # The same stderr without a JSON verdict is classified from the text.
+    env["STANDIN_SCENARIO"] = "text:1:"
+    with pytest.raises(RateLimited):
+        await ClaudeCode(executable=FAKE_AGENT, env=env).complete(Request("hi"))
+
+
+async def test_claude_max_turns_is_invalid_output() -> None:
+    cli = ClaudeCode(max_turns=1, executable=FAKE_AGENT, env=env_for("claude", "max_turns"))
+    with pytest.raises(InvalidOutput, match="max_turns"):
+        await cli.complete(Request("hi"))
+
+
+async def test_claude_output_that_is_not_json_is_invalid_output() -> None:
+    cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", "garbage"))
+    with pytest.raises(InvalidOutput, match="no JSON result"):
+        await cli.complete(Request("hi"))
+
+
+async def test_claude_without_json_falls_back_to_the_exit_status() -> None:
+    cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", "text:1:Error: Invalid API key"))
+    with pytest.raises(AuthenticationFailed):
+        await cli.complete(Request("hi"))
+
+
+def test_claude_validates_its_options() -> None:
+    with pytest.raises(ValueError, match=r"ClaudeCode\.max_turns"):
+        ClaudeCode(max_turns=0)
+    with pytest.raises(ValueError, match=r"ClaudeCode\.output_format"):
+        ClaudeCode(output_format="text")  # type: ignore[arg-type]
+    assert isinstance(ClaudeCode(), CLIAgent)
+
+
+# --- codex ----------------------------------------------------------------------------------
+
+
+async def test_codex_success_reads_the_last_agent_message(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.json"
+    cli = Codex(
+        model="gpt-test",
+        base_url="http://127.0.0.1:9/v1",
+        executable=FAKE_AGENT,
+        env=env_for("codex", record=rec),
+    )
+    resp = await cli.complete(Request("say ping"))
+    assert resp.text == "pong"
+    assert resp.usage == Usage(7, 3)
+    run = recorded(rec)
+    argv = run["argv"]
+    assert argv[:2] == ["exec", "--json"]
+    assert argv[-1] == "-"  # prompt from stdin
+    assert run["stdin"] == "say ping"
+    overrides = [argv[i + 1] for i, a in enumerate(argv) if a == "-c"]
+    assert 'model_provider="failover"' in overrides
+    assert "model_providers.failover.request_max_retries=0" in overrides
+    assert "model_providers.failover.stream_max_retries=0" in overrides
+    assert 'model_providers.failover.base_url="http://127.0.0.1:9/v1"' in overrides
+    assert 'model_providers.failover.env_key="OPENAI_API_KEY"' in overrides
+    assert 'model_providers.failover.wire_api="responses"' in overrides
+    assert argv[argv.index("-m") + 1] == "gpt-test"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("exceeded retry limit, last status: 429 Too Many Requests", RateLimited),
+        ("Quota exceeded. Check your plan and billing details.", QuotaExhausted),
+        (
+            "Codex ran out of room in the model's context window. Start a new thread.",
+            ContextWindowExceeded,
+        ),
+        ("unexpected status 401 Unauthorized: Incorrect API key provided", AuthenticationFailed),
+        ("We're currently experiencing high demand, which may cause temporary errors.", Overloaded),
+        ("unexpected status 503 Service Unavailable: upstream", ServerError),
+        ("The model gpt-5 does not exist or you do not have access to it.", ModelNotFound),
+    ],
+)
+async def test_codex_turn_failed_messages_are_classified(
+    message: str, expected: type[ProviderError]
+) -> None:
+    cli = Codex(executable=FAKE_AGENT, env=env_for("codex", f"error::{message}"))
+    with pytest.raises(expected):
+        await cli.complete(Request("hi"))
+
+
+def test_codex_rejects_a_bad_key_variable_name() -> None:
+    with pytest.raises(ValueError, match=r"Codex\.api_key_env"):
+        Codex(api_key_env="sk-not-a-name")
+
+
+# --- gemini ---------------------------------------------------------------------------------
+
+
+async def test_gemini_success_and_its_retry_switch(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.json"
+    cli = GeminiCLI(
+        model="gemini-test",
+        base_url="http://127.0.0.1:9",
+        skip_trust=True,
+        settings_dir=tmp_path / "settings",
+        executable=FAKE_AGENT,
+        env=env_for("gemini", record=rec),
+    )
+    resp = await cli.complete(Request("say ping"))
+    assert resp.text == "pong"
+    assert resp.usage == Usage(5, 2)
+    assert resp.model == "gemini-test"
+    run = recorded(rec)
+    assert run["argv"] == [
+        "--output-format",
+        "json",
+        "-m",
+        "gemini-test",
+        "--skip-trust",
+        "-p",
+        "",
+    ]
+    assert run["stdin"] == "say ping"
+    assert run["env"]["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    settings_path = Path(run["env"]["GEMINI_CLI_SYSTEM_SETTINGS_PATH"])
+    assert settings_path.parent == tmp_path / "settings"
+    settings = json.loads(settings_path.read_text())
+    assert settings["general"]["maxAttempts"] == 1
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
+    assert oct(settings_path.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) -> None:
+    admin = tmp_path / "admin.json"
+    admin.write_text(json.dumps({"general": {"vimMode": True}, "tools": {"sandbox": False}}))
+    rec = tmp_path / "rec.json"
+    cli = GeminiCLI(
+        settings_dir=tmp_path / "s",
+        executable=FAKE_AGENT,
+        env={**env_for("gemini", record=rec), "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(admin)},
+    )
+    await cli.complete(Request("hi"))
+    path = recorded(rec)["env"]["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]
+    assert path != str(admin)
+    assert json.loads(Path(path).read_text()) == {
+        "general": {"vimMode": True, "maxAttempts": 1},
+        "tools": {"sandbox": False},
+    }
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("error:503:The model is overloaded. Please try again later.", Overloaded),
+        ("error:429:Resource has been exhausted (e.g. check quota).", RateLimited),
+        ("error:429:You exceeded your current quota, please check your plan", QuotaExhausted),
+        ("error:400:API key not valid. Please pass a valid API key.", AuthenticationFailed),
+        ("error:400:The input token count (300000) exceeds the maximum", ContextWindowExceeded),
+        ("error:500:Internal error encountered.", ServerError),
+        ("error:41:Invalid auth method selected.", AuthenticationFailed),
+        ("error:55:Gemini CLI is not running in a trusted directory.", UnusableError),
+        ("error:53:Reached max session turns", InvalidOutput),
+    ],
+)
+async def test_gemini_errors_are_classified_from_the_json_on_stderr(
+    scenario: str, expected: type[ProviderError], tmp_path: Path
+) -> None:
+    cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env_for("gemini", scenario))
+    with pytest.raises(expected) as info:
+        await cli.complete(Request("hi"))
+    assert info.value.provider == "gemini-cli"
+
+
+async def test_gemini_untrusted_folder_error_names_the_fix(tmp_path: Path) -> None:
+    cli = GeminiCLI(
+        settings_dir=tmp_path,
+        executable=FAKE_AGENT,
+        env=env_for("gemini", "error:55:not running in a trusted directory"),
+    )
+    with pytest.raises(UnusableError, match="skip_trust=True"):
+        await cli.complete(Request("hi"))

@@ -1,0 +1,112 @@
+"""The mapping from CLI error text and statuses to the taxonomy, and redaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.errors import (
+    AuthenticationFailed,
+    ConnectionFailed,
+    ContextWindowExceeded,
+    InvalidRequest,
+    ModelNotFound,
+    Overloaded,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    ServerError,
+    TransientError,
+)
+from providers._cli_classify import Redactor, classify_exit, error_for, find_status, retry_after_in
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "expected"),
+    [
+        (401, "", AuthenticationFailed),
+        (403, "", AuthenticationFailed),
+        (429, "slow down", RateLimited),
+        (429, "You exceeded your current quota", QuotaExhausted),
+        (429, "insufficient_quota", QuotaExhausted),
+        (402, "", QuotaExhausted),
+        (529, "", Overloaded),
+        (503, "The model is overloaded", Overloaded),
+        (503, "", ServerError),
+        (500, "", ServerError),
+        (408, "", ServerError),
+        (404, "", ModelNotFound),
+        (413, "", ContextWindowExceeded),
+        (400, "prompt is too long: 300000 tokens > 200000 maximum", ContextWindowExceeded),
+        (400, "Your credit balance is too low", QuotaExhausted),
+        (400, "API key not valid", AuthenticationFailed),
+        (400, "bad field 'messages'", InvalidRequest),
+        (None, "Invalid API key · Please run /login", AuthenticationFailed),
+        (None, "context_length_exceeded", ContextWindowExceeded),
+        (None, "Claude AI usage limit reached", QuotaExhausted),
+        (None, "overloaded_error", Overloaded),
+        (None, "rate_limit_error: too many requests", RateLimited),
+        (None, "Internal server error", ServerError),
+        (None, "connect ECONNREFUSED 127.0.0.1:1", ConnectionFailed),
+        (None, "model_not_found", ModelNotFound),
+    ],
+)
+def test_error_for(status: int | None, text: str, expected: type[ProviderError]) -> None:
+    err = error_for(status, text, provider="p")
+    assert type(err) is expected
+    assert err.provider == "p"
+    if status is not None:
+        assert err.status == status
+
+
+def test_unrecognised_text_is_none() -> None:
+    assert error_for(None, "something odd", provider="p") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("API Error: 529 Overloaded", 529),
+        ("exceeded retry limit, last status: 429 Too Many Requests", 429),
+        ("unexpected status 401 Unauthorized: nope", 401),
+        ('{"error": {"code": 503, "message": "x"}}', 503),
+        ("HTTP 502 Bad Gateway", 502),
+        ("at file.js:401:12 exit code 1", None),  # line numbers are not statuses
+        ("status 200", None),
+    ],
+)
+def test_find_status(text: str, status: int | None) -> None:
+    assert find_status(text) == status
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("Please try again in 2s.", 2.0),
+        ("retry after 1.5 seconds", 1.5),
+        ("try again in 250ms", 0.25),
+        ('"retryDelay": "12s"', 12.0),
+        ("try again later", None),
+    ],
+)
+def test_retry_after_in(text: str, seconds: float | None) -> None:
+    assert retry_after_in(text) == seconds
+
+
+def test_classify_exit() -> None:
+    redact = Redactor()
+    assert classify_exit(0, "Invalid API key", "", provider="p", redact=redact) is None
+    err = classify_exit(7, "segfault-ish\n", "", provider="p", redact=redact)
+    assert type(err) is TransientError
+    assert "exited with status 7" in str(err) and "segfault-ish" in str(err)
+    assert isinstance(
+        classify_exit(1, "", "Error: 401 Unauthorized", provider="p", redact=redact),
+        AuthenticationFailed,
+    )
+
+
+def test_redactor_hides_secrets_and_prompt_lines() -> None:
+    prompt = "first line is short\nthis second line is long enough to matter"
+    redact = Redactor(["sk-abcdef123456", "short"], prompt)
+    out = redact("key sk-abcdef123456 echo: this second line is long enough to matter; short")
+    assert "sk-abcdef123456" not in out and "long enough to matter" not in out
+    assert out == "key *** echo: <prompt>; short"  # values under 8 chars are left alone
