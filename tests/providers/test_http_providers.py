@@ -407,3 +407,31 @@ async def test_http_fallback_read_text_and_bad_bodies(sim: SimulatedServer) -> N
         await broken.complete(Request("a"))
     with pytest.raises(E.InvalidOutput, match='"text"'):
         await HTTPFallback(sim.http_url).complete(Request("a"))
+
+
+# -- errors inside a 200 stream -------------------------------------------------------------------
+
+
+async def test_anthropic_error_event_mid_stream_is_mapped(sim: SimulatedServer) -> None:
+    events = (
+        'event: message_start\ndata: {"type":"message_start","message":{"model":"m",'
+        '"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"Hel"}}\n\n'
+        'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+        '"message":"Overloaded"}}\n\n'
+    )
+    sim.script("anthropic", [Fault.status(200, body=events)])
+    chunks: list[str] = []
+    with pytest.raises(E.Overloaded):
+        async for item in make("anthropic", sim).stream(Request("hi")):
+            chunks.append(str(item))
+    assert chunks == ["Hel"]
+
+
+async def test_openai_error_object_mid_stream_is_mapped(sim: SimulatedServer) -> None:
+    events = 'data: {"error":{"message":"upstream died","type":"server_error","code":null}}\n\n'
+    sim.script("openai", [Fault.status(200, body=events)])
+    with pytest.raises(E.ServerError, match="upstream died"):
+        async for _ in make("openai", sim).stream(Request("hi")):
+            pass
