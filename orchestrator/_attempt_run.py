@@ -233,7 +233,7 @@ class AttemptRunner:
             **events.error_fields(error),
         )
 
-    def _skip(self, name: str, open_until: float | None) -> None:
+    def _skip(self, name: str, open_until: float | None) -> CircuitOpen:
         error = CircuitOpen("skipped: circuit open", provider=name)
         self.attempts.append(
             Attempt(
@@ -255,6 +255,7 @@ class AttemptRunner:
             reason="circuit_open",
             **events.error_fields(error),
         )
+        return error
 
     def _elapsed(self) -> float:
         return self.agent.clock.now() - self.started

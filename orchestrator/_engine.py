@@ -74,18 +74,25 @@ class Run(AttemptRunner):
                 if store is not None and not getattr(child, "_is_chain", False):
                     adm = store.admit(child.name)
                     if not adm.allowed:
-                        self._skip(child.name, adm.open_until)
+                        # A skipped child hands over like a failed one (reason circuit_open),
+                        # so redaction and on_fallback still apply to the next child.
+                        last_error = self._skip(child.name, adm.open_until)
+                        prev = child.name
                         refused.append((idx, adm.open_until or 0.0))
                         continue
+                    if adm.probe:
+                        self._note = "half-open probe"
                 outcome = await self._next_child(idx, prev, last_error)
                 if not isinstance(outcome, BaseException):
                     return outcome
                 called, last_error, prev = True, outcome, child.name
             if not called and refused:
-                # Every circuit is open: try the one whose cooldown ends first, once.
+                # Every circuit is open: try the one whose cooldown ends first, once,
+                # rather than fail without a single request.
                 idx = min(refused, key=lambda r: r[1])[0]
+                before = agent.children[idx - 1].name if idx > 0 else None
                 self._note = "every circuit open: tried the one whose cooldown ends first"
-                outcome = await self._next_child(idx, None, None)
+                outcome = await self._next_child(idx, before, last_error if before else None)
                 if not isinstance(outcome, BaseException):
                     return outcome
         except _DeadlinePassed:
