@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from providers._anthropic import AnthropicMessages
-    from providers._client import shared_client
+    from providers._client import close_shared_client, shared_client
     from providers._function import FunctionProvider
     from providers._gemini import GeminiGenerate
     from providers._http_fallback import HTTPFallback
@@ -27,6 +27,7 @@ _LAZY = {
     "GeminiGenerate": "providers._gemini",
     "HTTPFallback": "providers._http_fallback",
     "shared_client": "providers._client",
+    "close_shared_client": "providers._client",
     "CLIAgent": "providers.cli",
     "ClaudeCode": "providers.cli",
     "Codex": "providers.cli",
@@ -47,6 +48,7 @@ __all__ = [
     "HTTPFallback",
     "OpenAIChat",
     "SimulatedServer",
+    "close_shared_client",
     "shared_client",
 ]
 

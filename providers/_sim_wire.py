@@ -152,11 +152,12 @@ def sample(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -
     for key in ("anyOf", "oneOf", "allOf"):
         options = schema.get(key)
         if options:
-            non_null = [o for o in options if o.get("type") != "null"] or options
+            non_null = [o for o in options if str(o.get("type")).lower() != "null"] or options
             return sample(non_null[0], defs, depth + 1)
     kind = schema.get("type", "object")
     if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
+        kind = next((k for k in kind if str(k).lower() != "null"), "null")
+    kind = str(kind).lower()  # Gemini's schema dialect spells types "OBJECT", "STRING"
     if kind == "object":
         props: Mapping[str, Any] = schema.get("properties", {})
         return {name: sample(props[name], defs, depth + 1) for name in props}
