@@ -6,7 +6,8 @@
 # Idempotent: a package already installed at the pinned version is not fetched again.
 # Binaries end up in .cli-agents/node_modules/.bin/ (claude, codex, gemini).
 # Usage: scripts/install-cli-agents.sh [PREFIX]     (default: <repo>/.cli-agents)
-# Exits 0 without installing when npm is absent (the tests then skip, saying why).
+# Without npm: under CI=true (as root) it installs nodejs/npm from Debian first, else it
+# exits 0 without installing (the CLI integration tests then skip, saying why).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +20,17 @@ PACKAGES=(
   "@google/gemini-cli@${GEMINI_CLI_VERSION:-latest}"
 )
 
+if ! command -v npm >/dev/null 2>&1 && [ "${CI:-}" = "true" ] && [ "$(id -u)" = 0 ] \
+  && command -v apt-get >/dev/null 2>&1; then
+  echo "install-cli-agents: npm not found; installing nodejs and npm from Debian" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
 if ! command -v npm >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "install-cli-agents: npm not found and could not be installed" >&2
+    exit 1
+  fi
   echo "install-cli-agents: npm not found; skipping (CLI integration tests will skip)" >&2
   exit 0
 fi
