@@ -1,0 +1,218 @@
+"""Health value objects: circuit and budget settings, ``admit``'s answer, ``snapshot``'s view.
+
+Also the :class:`HealthStore` protocol the engine calls on its hot path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "Admission",
+    "CircuitBreaker",
+    "CircuitStateName",
+    "HealthStore",
+    "ProviderHealth",
+    "RetryBudget",
+]
+
+CircuitStateName = Literal["closed", "open", "half_open"]
+
+
+def _seconds(owner: str, name: str, value: float | timedelta, *, allow_zero: bool = False) -> float:
+    """Normalize a time argument (seconds or ``timedelta``) to float seconds, or raise naming it."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise TypeError(
+            f"{owner}: {name}={value!r} must be seconds (a float) or a datetime.timedelta"
+        )
+    lowest_ok = seconds >= 0 if allow_zero else seconds > 0
+    if not math.isfinite(seconds) or not lowest_ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{owner}: {name}={value!r} must be a finite number of seconds {bound}")
+    return seconds
+
+
+def _count(owner: str, name: str, value: object, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{owner}: {name}={value!r} must be an integer >= {minimum}")
+    return value
+
+
+def _fraction(owner: str, name: str, value: object, *, low_open: bool) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    number = float(value) if ok else math.nan  # type: ignore[arg-type]
+    in_range = (0.0 < number <= 1.0) if low_open else (0.0 <= number <= 1.0)
+    if not in_range:
+        allowed = "0 < x <= 1" if low_open else "0 <= x <= 1"
+        raise ValueError(f"{owner}: {name}={value!r} must be a number with {allowed}")
+    return number
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class CircuitBreaker:
+    """When a provider's circuit opens and for how long.
+
+    The circuit opens after ``failure_threshold`` consecutive recorded failures
+    (``None`` turns that rule off), or when ``failure_ratio`` (0 < x <= 1, off
+    by default) of the calls recorded over the last ``window`` seconds failed,
+    counted only once at least ``min_calls`` calls were recorded. It stays open
+    for ``cooldown`` seconds (or longer when a ``Retry-After`` says so), then one
+    half-open probe is let through: success closes it, failure re-opens it.
+    Times accept seconds or ``datetime.timedelta``.
+    """
+
+    failure_threshold: int | None
+    failure_ratio: float | None
+    window: float
+    min_calls: int
+    cooldown: float
+
+    def __init__(
+        self,
+        *,
+        failure_threshold: int | None = 3,
+        failure_ratio: float | None = None,
+        window: float | timedelta = 60.0,
+        min_calls: int = 10,
+        cooldown: float | timedelta = 30.0,
+    ) -> None:
+        owner = "CircuitBreaker"
+        threshold = None
+        if failure_threshold is not None:
+            threshold = _count(owner, "failure_threshold", failure_threshold, minimum=1)
+        ratio = None
+        if failure_ratio is not None:
+            ratio = _fraction(owner, "failure_ratio", failure_ratio, low_open=True)
+        if threshold is None and ratio is None:
+            raise ValueError(
+                f"{owner}: failure_threshold=None and failure_ratio=None would never open "
+                "the circuit; set at least one of them"
+            )
+        object.__setattr__(self, "failure_threshold", threshold)
+        object.__setattr__(self, "failure_ratio", ratio)
+        object.__setattr__(self, "window", _seconds(owner, "window", window))
+        object.__setattr__(self, "min_calls", _count(owner, "min_calls", min_calls, minimum=1))
+        object.__setattr__(self, "cooldown", _seconds(owner, "cooldown", cooldown))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class RetryBudget:
+    """How many retries the whole process (or fleet, with Redis) may make.
+
+    A retry is allowed when, counting the last ``window`` seconds, the retries
+    already granted plus this one stay within::
+
+        ratio * requests_in_window + min_per_second * window
+
+    where a request is one run (the first attempt of a call, reported with
+    ``record_request``). The second term is a floor so that a quiet process can
+    still retry (the Finagle / gRPC retry-budget design). Defaults: 20% of the
+    requests of the last 10 s plus 10 retries per second.
+    """
+
+    ratio: float
+    window: float
+    min_per_second: float
+
+    def __init__(
+        self,
+        *,
+        ratio: float = 0.2,
+        window: float | timedelta = 10.0,
+        min_per_second: float = 10.0,
+    ) -> None:
+        owner = "RetryBudget"
+        object.__setattr__(self, "ratio", _fraction(owner, "ratio", ratio, low_open=False))
+        object.__setattr__(self, "window", _seconds(owner, "window", window))
+        if (
+            not isinstance(min_per_second, int | float)
+            or isinstance(min_per_second, bool)
+            or not math.isfinite(min_per_second)
+            or min_per_second < 0
+        ):
+            raise ValueError(
+                f"{owner}: min_per_second={min_per_second!r} must be a finite number >= 0"
+            )
+        object.__setattr__(self, "min_per_second", float(min_per_second))
+
+    def allowance(self, requests_in_window: int) -> float:
+        """Retries allowed over one window given that many requests in it."""
+        return self.ratio * requests_in_window + self.min_per_second * self.window
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The store's answer to "may I call this provider now?".
+
+    ``allowed`` False means skip the provider (its circuit is open). ``probe``
+    True means this call is the single half-open probe: record its outcome.
+    ``open_until`` is the end of the cooldown (epoch seconds) while open.
+    """
+
+    allowed: bool
+    probe: bool
+    state: CircuitStateName
+    open_until: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderHealth:
+    """One provider's circuit as seen by this store, for ``agent.health()`` and dashboards.
+
+    ``open_until`` is epoch seconds while the circuit is open, else ``None``;
+    ``recent_failures`` / ``recent_calls`` count the breaker's sliding window.
+    """
+
+    provider: str
+    state: CircuitStateName
+    open_until: float | None
+    consecutive_failures: int
+    recent_failures: int
+    recent_calls: int
+
+
+@runtime_checkable
+class HealthStore(Protocol):
+    """Where circuits and the retry budget live; the engine calls it on every call.
+
+    Every method but :meth:`aclose` is synchronous and cheap (no I/O): a shared
+    store answers from a local mirror and syncs in the background. The store
+    records what it is told; the engine decides what counts (only transient and
+    unusable failures are recorded; guardrails, invalid requests, cancellations
+    and hook errors never are).
+    """
+
+    def admit(self, provider: str) -> Admission:
+        """May ``provider`` be called now? Grants at most one half-open probe per cooldown."""
+        ...
+
+    def record_success(self, provider: str) -> None:
+        """A call to ``provider`` succeeded; closes a half-open circuit."""
+        ...
+
+    def record_failure(self, provider: str, *, retry_after: float | None = None) -> None:
+        """A call to ``provider`` failed in a way that counts; may open the circuit."""
+        ...
+
+    def record_request(self) -> None:
+        """One run started (its first attempt): feeds the retry budget."""
+        ...
+
+    def try_acquire_retry(self) -> bool:
+        """Take one retry from the budget; ``False`` when it is empty (fall over instead)."""
+        ...
+
+    def snapshot(self, provider: str) -> ProviderHealth:
+        """The provider's current circuit state and counters."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release background tasks and connections (a no-op for the memory store)."""
+        ...

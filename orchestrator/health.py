@@ -1,0 +1,51 @@
+"""Provider health: circuit breakers per provider and a retry budget, in memory or shared via Redis.
+
+The engine asks a :class:`HealthStore` before each call (``admit``), tells it
+how the call went (``record_success`` / ``record_failure``), counts each run
+(``record_request``) and asks before each retry (``try_acquire_retry``). The
+engine decides what counts: only transient and unusable failures are recorded;
+guardrail refusals, invalid requests, cancellations and hook errors never are.
+The store just records what it is told.
+
+- :class:`MemoryHealthStore`: one process (the default, see :func:`default_health_store`).
+- :class:`RedisHealthStore`: many processes and hosts share circuits, cooldowns
+  and the budget; calls stay local and cheap, sync runs in the background.
+
+Every state change emits a structlog event on logger ``orchestrator``:
+``circuit_opened``, ``circuit_half_open``, ``circuit_closed`` with ``provider``,
+``state``, ``open_until`` (epoch seconds or None) and ``reason`` (one of
+``consecutive_failures``, ``failure_ratio``, ``retry_after``, ``probe_failed``,
+``cooldown_over``, ``probe_lost``, ``probe_succeeded``, ``shared``). The Redis
+store adds ``health_store_degraded`` (warning, once per outage) and
+``health_store_recovered``.
+"""
+
+from __future__ import annotations
+
+from orchestrator._health_config import (
+    Admission,
+    CircuitBreaker,
+    CircuitStateName,
+    HealthStore,
+    ProviderHealth,
+    RetryBudget,
+)
+from orchestrator._health_memory import (
+    MemoryHealthStore,
+    default_health_store,
+    reset_default_health_store,
+)
+from orchestrator._redis_store import RedisHealthStore
+
+__all__ = [
+    "Admission",
+    "CircuitBreaker",
+    "CircuitStateName",
+    "HealthStore",
+    "MemoryHealthStore",
+    "ProviderHealth",
+    "RedisHealthStore",
+    "RetryBudget",
+    "default_health_store",
+    "reset_default_health_store",
+]
