@@ -16,8 +16,8 @@ PREFIX="${1:-$ROOT/.cli-agents}"
 # Pinned so CI is reproducible; bump deliberately (the parsers follow these versions' output).
 PACKAGES=(
   "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1}"
-  "@openai/codex@${CODEX_VERSION:-latest}"
-  "@google/gemini-cli@${GEMINI_CLI_VERSION:-latest}"
+  "@openai/codex@${CODEX_VERSION:-0.171}"
+  "@google/gemini-cli@${GEMINI_CLI_VERSION:-0.61}"
 )
 
 if ! command -v npm >/dev/null 2>&1 && [ "${CI:-}" = "true" ] && [ "$(id -u)" = 0 ] \
