@@ -1,0 +1,491 @@
+"""The chain file, unhappy paths: every error names file, line, field, value and the fix."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import ConfigError, load_config
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def error_of(path: Path, environ: dict[str, str] | None = None) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ=environ or {})
+    return info.value
+
+
+@pytest.fixture
+def hooks(tmp_path: Path) -> Iterator[str]:
+    name = f"errhooks_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text("def answer(request):\n    return 'ok'\nVALUE = 3\n")
+    yield name
+    sys.modules.pop(name, None)
+
+
+def fn_provider(hooks: str) -> str:
+    return f'  fn: {{type: function, path: "{hooks}:answer"}}\n'
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+def test_missing_file_and_unknown_extension(tmp_path: Path) -> None:
+    err = error_of(tmp_path / "nope.yaml")
+    assert str(err) == f"{tmp_path / 'nope.yaml'}: no such file"
+    err = error_of(write(tmp_path, "chain.json", "{}"))
+    assert str(err).endswith("chain.json: unknown extension '.json'; use .yaml, .yml or .toml")
+
+
+def test_yaml_syntax_error_has_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "providers:\n  a: {type: openai\nagents: {}\n")
+    err = error_of(path)
+    assert err.line == 3
+    assert str(err).startswith(f"{path}:3: invalid YAML: ")
+
+
+def test_toml_syntax_error_has_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.toml", '[providers.a]\ntype = "openai"\nmodel = \n')
+    err = error_of(path)
+    assert err.line == 3
+    assert str(err).startswith(f"{path}:3: invalid TOML: ")
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "agents: {}\nproviders: {}\nagents: {}\n")
+    assert str(error_of(path)) == (
+        f"{path}:3: duplicate key 'agents' (first at line 1); each key may appear once"
+    )
+
+
+def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "- a\n- b\n")
+    assert "the file holds a list; expected a mapping" in str(error_of(path))
+
+
+# -- validation ---------------------------------------------------------------------
+
+
+def test_bad_strategy_in_a_reference_names_line_path_value_and_choices(
+    tmp_path: Path, hooks: str
+) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n"
+        "  review:\n"
+        "    providers:\n"
+        "      - fn\n"
+        "      - ref: fn\n"
+        "        retry_strategy: expo\n",
+    )
+    err = error_of(path)
+    assert str(err) == (
+        f"{path}:8: agents.review.providers[1].retry_strategy: "
+        "'expo' is not one of exponential, linear, none"
+    )
+    assert err.problems[0].path == ("agents", "review", "providers", 1, "retry_strategy")
+
+
+def test_same_error_in_toml_points_at_the_line(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.toml",
+        f"""
+        [providers.fn]
+        type = "function"
+        path = "{hooks}:answer"
+
+        [agents.review]
+        max_retries = 1
+        providers = ["fn", {{ ref = "fn", retry_strategy = "expo" }}]
+        """,
+    )
+    assert str(error_of(path)) == (
+        f"{path}:7: agents.review.providers[1].retry_strategy: "
+        "'expo' is not one of exponential, linear, none"
+    )
+
+
+def test_toml_array_of_tables_lines(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.toml",
+        """
+        [[workflows.w.phases]]
+        name = "one"
+        [[workflows.w.phases.steps]]
+        name = "a"
+        agent = "x"
+        [[workflows.w.phases]]
+        name = "two"
+        [[workflows.w.phases.steps]]
+        name = "b"
+        agnt = "x"
+        """,
+    )
+    err = error_of(path)
+    assert (
+        str(err.problems[0])
+        == f"{path}:8: workflows.w.phases[1].steps[0].agent: is required but missing"
+    )
+    assert str(err.problems[1]) == (
+        f"{path}:10: workflows.w.phases[1].steps[0].agnt: unknown key "
+        "(did you mean 'agent'?); allowed here: agent, continue_on_error, name, prompt"
+    )
+
+
+def test_unknown_key_suggests_and_lists_allowed_keys(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        """
+        providers:
+          codex:
+            type: openai
+            modle: gpt-4o
+        """,
+    )
+    err = error_of(path)
+    assert str(err.problems[1]) == (
+        f"{path}:4: providers.codex.modle: unknown key (did you mean 'model'?); allowed here: "
+        "allow_insecure_http, api_key, base_url, headers, jitter, max_delay, max_retries, "
+        "max_tokens_param, model, price, retry_delay, retry_strategy, timeout, type"
+    )
+    assert str(err.problems[0]) == f"{path}:2: providers.codex.model: is required but missing"
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "agent: {}\n")
+    assert str(error_of(path)) == (
+        f"{path}:1: agent: unknown key (did you mean 'agents'?); "
+        "allowed here: agents, providers, workflows"
+    )
+
+
+def test_unknown_provider_type_lists_the_types(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "providers:\n  x:\n    type: opnai\n    model: m\n")
+    assert str(error_of(path)) == (
+        f"{path}:3: providers.x.type: 'opnai' is not one of openai, anthropic, gemini, http, "
+        "claude_code, codex, gemini_cli, cli, function"
+    )
+
+
+def test_missing_type(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "providers:\n  x:\n    model: m\n")
+    assert str(error_of(path)).startswith(
+        f"{path}:2: providers.x.type: is required but missing; give one of openai, anthropic"
+    )
+
+
+def test_value_errors_name_value_and_rule(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n"
+        "  a:\n"
+        "    providers: [fn, 5]\n"
+        "    max_retries: -1\n"
+        "    retry_delay: soon\n"
+        "    escalate_on_guardrail: maybe\n"
+        "    on_fallback: not-an-import\n"
+        "  b:\n"
+        "    providers: []\n",
+    )
+    lines = str(error_of(path)).splitlines()
+    assert lines == [
+        f"{path}:5: agents.a.providers[1]: 5 is not a provider name or a mapping like "
+        "{ref: NAME, max_retries: 1} or {agent: NAME}",
+        f"{path}:6: agents.a.max_retries: -1 is not allowed; use a number >= 0",
+        f"{path}:7: agents.a.retry_delay: 'soon' is not a number",
+        f"{path}:8: agents.a.escalate_on_guardrail: 'maybe' is not true or false",
+        f"{path}:9: agents.a.on_fallback: 'not-an-import' is not an import path; "
+        "write 'package.module:name'",
+        f"{path}:11: agents.b.providers: is empty; give at least 1",
+    ]
+
+
+def test_reference_needs_exactly_one_target(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n  a:\n    providers: [{max_retries: 1}]\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:5: agents.a.providers[0]: give exactly one of ref: PROVIDER_OR_AGENT or "
+        "agent: AGENT"
+    )
+
+
+def test_price_must_be_two_numbers(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "chain.yaml", "providers:\n  x: {type: openai, model: m, price: [1, 2, 3]}\n"
+    )
+    assert str(error_of(path)) == (
+        f"{path}:2: providers.x.price: expected [usd_per_1M_input_tokens, "
+        "usd_per_1M_output_tokens], two numbers >= 0"
+    )
+
+
+# -- references ---------------------------------------------------------------------
+
+
+def test_unknown_provider_reference_names_what_exists(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n"
+        + fn_provider(hooks)
+        + "agents:\n  a:\n    providers: [fn]\n  b:\n    providers:\n      - fn\n      - gpt\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:9: agents.b.providers[1]: 'gpt' names no provider or agent; "
+        "providers: fn; agents: a, b"
+    )
+
+
+def test_unknown_agent_reference(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n  a:\n    providers: [{agent: fn}]\n",
+    )
+    assert (
+        str(error_of(path))
+        == f"{path}:5: agents.a.providers[0].agent: 'fn' names no agent; agents: a"
+    )
+
+
+def test_cycle_between_agents(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n"
+        "  a:\n    providers: [fn, {agent: b}]\n"
+        "  b:\n    providers: [c]\n"
+        "  c:\n    providers: [a]\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:9: agents.c.providers[0]: cycle between agents: a -> b -> c -> a; "
+        "an agent cannot contain itself"
+    )
+
+
+def test_agent_containing_itself(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "agents:\n  a:\n    providers: [a]\n")
+    assert "agents.a.providers[0]: cycle between agents: a -> a" in str(error_of(path))
+
+
+def test_agent_and_provider_names_must_differ(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n  fn:\n    providers: [fn]\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:4: agents.fn: the name 'fn' is also a provider's; "
+        "give agents and providers distinct names"
+    )
+
+
+def test_hook_import_errors(tmp_path: Path, hooks: str) -> None:
+    base = "providers:\n" + fn_provider(hooks) + "agents:\n  a:\n    providers: [fn]\n"
+    path = write(tmp_path, "chain.yaml", base + "    on_fallback: no_such_module_xyz:f\n")
+    err = str(error_of(path))
+    assert err.startswith(
+        f"{path}:6: agents.a.on_fallback: cannot import module 'no_such_module_xyz' for "
+        "'no_such_module_xyz:f' (No module named 'no_such_module_xyz')"
+    )
+    path = write(tmp_path, "chain.yaml", base + f"    on_fallback: {hooks}:missing\n")
+    assert str(error_of(path)) == (
+        f"{path}:6: agents.a.on_fallback: '{hooks}' has no 'missing'; it defines: VALUE, answer"
+    )
+    path = write(tmp_path, "chain.yaml", base + f"    accept: {hooks}:VALUE\n")
+    assert str(error_of(path)) == (
+        f"{path}:6: agents.a.accept: '{hooks}:VALUE' is a int, not a callable"
+    )
+
+
+def test_workflow_reference_and_shape_errors(tmp_path: Path, hooks: str) -> None:
+    head = (
+        "providers:\n"
+        + fn_provider(hooks)
+        + "agents:\n  a:\n    providers: [fn]\nworkflows:\n  w:\n    phases:\n"
+    )
+    path = write(
+        tmp_path, "chain.yaml", head + "      - name: P\n        steps: [{name: s, agent: zz}]\n"
+    )
+    assert str(error_of(path)) == (
+        f"{path}:10: workflows.w.phases[0].steps[0].agent: 'zz' names no agent or provider; "
+        "agents: a; providers: fn"
+    )
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        head + "      - name: P\n        steps:\n          - {name: s, agent: a}\n"
+        "          - {name: s, agent: fn}\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:12: workflows.w.phases[0].steps[1].name: step name 's' is already used at "
+        "workflows.w.phases[0].steps[0]; step names must be unique"
+    )
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        head + "      - name: P\n        limit: 2\n        steps: [{name: s, agent: a}]\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:10: workflows.w.phases[0].limit: limit applies only with parallel: true"
+    )
+
+
+def test_provider_constructor_errors_are_located(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n  x:\n    type: openai\n    model: m\n    base_url: http://example.com/v1\n",
+    )
+    err = str(error_of(path))
+    assert err.startswith(f"{path}:2: providers.x: OpenAIChat.base_url='http://example.com/v1' ")
+    assert "use an https:// URL" in err
+
+
+# -- secrets ------------------------------------------------------------------------
+
+KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+
+
+def test_literal_api_key_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        f"providers:\n  claude:\n    type: anthropic\n    model: m\n    api_key: {KEY}\n",
+    )
+    err = str(error_of(path))
+    assert err == (
+        f"{path}:5: providers.claude.api_key: a literal secret is not allowed in the chain file "
+        "(it would be committed and shared); keep it in the environment and write "
+        "api_key: ${ANTHROPIC_API_KEY}"
+    )
+    assert KEY not in err
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "fix"),
+    [
+        ("api_key: dummy", "api_key", "api_key: ${OPENAI_API_KEY}"),
+        (f'api_key: "${{OPENAI_API_KEY:-{KEY}}}"', "api_key", "api_key: ${OPENAI_API_KEY}"),
+        (
+            "headers: {Authorization: 'Bearer abc123'}",
+            "headers.Authorization",
+            'Authorization: "Bearer ${X_TOKEN}"',
+        ),
+        ("headers: {x-api-key: 'abc123'}", "headers.x-api-key", 'x-api-key: "${X_TOKEN}"'),
+        (f"headers: {{X-Custom: '{KEY}'}}", "headers.X-Custom", 'X-Custom: "${X_TOKEN}"'),
+        (
+            "headers: {X-Upstream: 'Bearer abcdefgh'}",
+            "headers.X-Upstream",
+            'X-Upstream: "${X_TOKEN}"',
+        ),
+        (
+            "base_url: https://h/v1?key=AIzaSyA0123456789abcdef",
+            "base_url",
+            'base_url: "${BASE_URL}"',
+        ),
+    ],
+)
+def test_literal_secrets_in_other_fields_are_refused(
+    tmp_path: Path, entry: str, field: str, fix: str
+) -> None:
+    path = write(
+        tmp_path, "chain.yaml", f"providers:\n  x:\n    type: openai\n    model: m\n    {entry}\n"
+    )
+    err = str(error_of(path))
+    assert err.startswith(f"{path}:5: providers.x.{field}: a literal secret is not allowed")
+    assert err.endswith(f"write {fix}")
+    for secret in (KEY, "abc123", "abcdefgh", "AIzaSyA0123456789abcdef"):
+        assert secret not in err
+
+
+def test_cli_env_with_a_literal_key_is_refused(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        f"providers:\n  c:\n    type: claude_code\n    env: {{ANTHROPIC_API_KEY: {KEY}}}\n",
+    )
+    err = str(error_of(path))
+    assert "providers.c.env.ANTHROPIC_API_KEY: a literal secret is not allowed" in err
+    assert err.endswith('write ANTHROPIC_API_KEY: "${ANTHROPIC_API_KEY}"')
+
+
+def test_references_are_accepted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        """
+        providers:
+          x:
+            type: http
+            url: https://llm.example/complete
+            headers: {Authorization: "Bearer ${TOKEN}", X-Team: search}
+        """,
+    )
+    config = load_config(path, environ={"TOKEN": KEY})
+    assert KEY not in repr(config.providers["x"])
+
+
+def test_unset_variable_names_field_and_variable(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n  claude:\n    type: anthropic\n    model: m\n"
+        "    api_key: ${ANTHROPIC_API_KEY}\n",
+    )
+    assert str(error_of(path)) == (
+        f"{path}:5: providers.claude.api_key: environment variable ANTHROPIC_API_KEY is not set; "
+        "export ANTHROPIC_API_KEY=... or give a default: ${ANTHROPIC_API_KEY:-value}"
+    )
+
+
+def test_bad_reference_syntax(tmp_path: Path) -> None:
+    path = write(tmp_path, "chain.yaml", "providers:\n  x: {type: openai, model: '${1BAD}'}\n")
+    assert "providers.x.model: ${1BAD} is not a variable reference" in str(error_of(path))
+    path = write(tmp_path, "chain.yaml", "providers:\n  x: {type: openai, model: '${OPEN'}\n")
+    assert "providers.x.model: unterminated '${'" in str(error_of(path))
+
+
+def test_values_from_the_environment_are_not_printed(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n" + fn_provider(hooks) + "agents:\n  a:\n    providers: [fn]\n"
+        "    timeout: ${SECRET_TIMEOUT}\n",
+    )
+    err = str(error_of(path, {"SECRET_TIMEOUT": "hunter2-value"}))
+    assert err == f"{path}:6: agents.a.timeout: the value of ${{SECRET_TIMEOUT}} is not a number"
+    assert "hunter2" not in err
+
+
+def test_every_problem_is_reported_in_line_order(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n  x: {type: openai, model: m, timeout: 0}\n"
+        "  y: {type: gemini, model: m, retry_strategy: sometimes}\n",
+    )
+    err = error_of(path)
+    assert [p.line for p in err.problems] == [2, 3]
+    assert (
+        str(err).splitlines()[0]
+        == f"{path}:2: providers.x.timeout: 0 is not allowed; use a number > 0"
+    )
