@@ -69,8 +69,9 @@ __all__ = [
 class ProviderError(Exception):
     """A provider call failed; the subclass says what the engine does about it.
 
-    ``provider`` is the provider's name, ``status`` the HTTP status (or exit
-    code for CLIs) when there was one. Safe to log: holds no request text, no key.
+    ``provider`` is the provider's name, ``status`` the HTTP status when there
+    was one (CLI agents put the API's status here, their exit code in the
+    message). Safe to log: holds no request text, no key.
     """
 
     kind: str = "provider_error"
