@@ -1,0 +1,90 @@
+"""The installed ``failover`` console script, as a user runs it: real processes and signals."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+FAILOVER = Path(sys.executable).parent / "failover"
+
+pytestmark = pytest.mark.skipif(
+    not FAILOVER.exists(), reason="console script not installed: run .venv/bin/pip install -e ."
+)
+
+
+def test_installed_script_runs_a_chain_from_stdin(tmp_path: Path) -> None:
+    (tmp_path / "procmod.py").write_text("def shout(request):\n    return request.prompt.upper()\n")
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "providers:\n  fn: {type: function, path: 'procmod:shout'}\nagents:\n  a:\n    providers: [fn]\n"
+    )
+    done = subprocess.run(
+        [str(FAILOVER), "run", str(path), "-"],
+        input="quiet please\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path.parent,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "QUIET PLEASE\n", "")
+
+
+def test_demo_exits_0_and_names_who_answered() -> None:
+    started = time.monotonic()
+    done = subprocess.run([str(FAILOVER), "demo"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "answered by gemini" in out  # the review chain after codex 503s and claude 529s
+    assert "fallback  codex -> claude after ServerError 503" in out
+    assert "fallback  claude -> gemini after Overloaded 529" in out
+    assert "answered by claude-opus" in out
+    assert "answered by openai-eu-west" in out
+    assert "\x1b[" not in out  # not a terminal: plain lines
+    assert time.monotonic() - started < 30
+
+
+def test_sigint_exits_130(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    (tmp_path / "hangmod.py").write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, pathlib
+
+            async def hang(request):
+                pathlib.Path({str(marker)!r}).write_text("x")
+                await asyncio.sleep(120)
+                return "too late"
+            """
+        )
+    )
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "providers:\n  slow: {type: function, path: 'hangmod:hang'}\nagents:\n  a:\n    providers: [slow]\n"
+    )
+    proc = subprocess.Popen(
+        [str(FAILOVER), "run", str(path), "hello"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the provider was never called"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert out == ""
+    assert err.strip().endswith("failover: interrupted")
