@@ -21,7 +21,6 @@ REASONS = frozenset(
         "circuit_open",
         "deadline",
         "terminal",
-        "budget_exhausted",
     }
 )
 
