@@ -74,6 +74,35 @@ class Printer:
         return {"on_retry": on_retry, "on_fallback": on_fallback, "on_all_failed": on_all_failed}
 
     def result(self, result: Result) -> None:
+        if self.console is not None:
+            self._table(result)
+        else:
+            self._lines(result)
+        cost = f", cost ${result.cost_usd:.6f}" if result.cost_usd is not None else ""
+        self.line(
+            f"  answered by {result.handled_by} after {len(result.attempts)} attempt(s) "
+            f"in {result.latency:.2f}s{cost}: {result.text!r}",
+            "bold green",
+        )
+
+    def _table(self, result: Result) -> None:
+        from rich.table import Table
+
+        table = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
+        for column in ("provider", "try", "outcome", "ms", "cost"):
+            table.add_column(column, justify="right" if column in ("try", "ms") else "left")
+        for a in result.attempts:
+            table.add_row(
+                a.agent,
+                str(a.attempt_number),
+                "ok" if a.ok else f"{a.kind_label()} ({a.reason})",
+                f"{a.duration * 1000:.0f}",
+                f"${a.cost_usd:.6f}" if a.cost_usd is not None else "",
+                style="green" if a.ok else "red",
+            )
+        self.console.print(table)
+
+    def _lines(self, result: Result) -> None:
         for a in result.attempts:
             outcome = "ok" if a.ok else f"{a.kind_label()} ({a.reason})"
             cost = f"  ${a.cost_usd:.6f}" if a.cost_usd is not None else ""
@@ -82,12 +111,6 @@ class Printer:
                 f"{a.duration * 1000:.0f} ms{cost}",
                 "dim",
             )
-        cost = f", cost ${result.cost_usd:.6f}" if result.cost_usd is not None else ""
-        self.line(
-            f"  answered by {result.handled_by} after {len(result.attempts)} attempt(s) "
-            f"in {result.latency:.2f}s{cost}: {result.text!r}",
-            "bold green",
-        )
 
 
 def _label(error: BaseException) -> str:

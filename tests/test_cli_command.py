@@ -269,3 +269,23 @@ def test_simulate_delegates_to_the_simulator(
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("failover 0.")
+
+
+def test_demo_in_process_plain(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "answered by gemini after 6 attempt(s)" in out
+    assert "attempt codex#3: ServerError (error)" in out
+
+
+async def test_demo_with_rich_renders_the_attempts_table() -> None:
+    from rich.console import Console
+
+    from orchestrator._demo import Printer, _main
+
+    printer = Printer(plain=False)
+    printer.console = Console(record=True, width=200, file=io.StringIO(), force_terminal=True)
+    assert await _main(printer) == 0
+    text = printer.console.export_text()
+    assert "provider" in text and "outcome" in text
+    assert "answered by openai-eu-west" in text
