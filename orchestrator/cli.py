@@ -22,6 +22,7 @@ import sys
 from importlib import metadata
 from typing import Any, TextIO
 
+from orchestrator import events
 from orchestrator._cli_report import (
     check_summary,
     failure_json,
@@ -119,21 +120,28 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: 2 on bad arguments, 0 for --help/--version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        if args.command == "run":
-            return _run(args)
-        if args.command == "check":
-            return _check(args)
-        if args.command == "simulate":
-            return _simulate(args)
-        from orchestrator._demo import run_demo
-
-        return run_demo(plain=args.plain)
+        # stdout carries only the answer (or JSON): keep structlog events off it,
+        # even when something in the process has configured structlog.
+        with events.enabled(False):
+            return _dispatch(args)
     except KeyboardInterrupt:
         print("failover: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except _Usage as exc:
         print(f"failover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return _run(args)
+    if args.command == "check":
+        return _check(args)
+    if args.command == "simulate":
+        return _simulate(args)
+    from orchestrator._demo import run_demo
+
+    return run_demo(plain=args.plain)
 
 
 def _load(path: str) -> Config:

@@ -289,3 +289,14 @@ async def test_demo_with_rich_renders_the_attempts_table() -> None:
     text = printer.console.export_text()
     assert "provider" in text and "outcome" in text
     assert "answered by openai-eu-west" in text
+
+
+def test_structlog_events_never_reach_stdout(
+    chain: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orchestrator import events
+
+    with events.enabled(True):
+        assert main(["run", str(chain), "--agent", "review", "--json", "hi"]) == 0
+        assert events.is_enabled()  # the caller's setting is restored
+    assert json.loads(capsys.readouterr().out)["handled_by"] == "fn"
