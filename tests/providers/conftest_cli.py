@@ -63,8 +63,12 @@ def find_cli(name: str) -> str | None:
 
 
 def secure_dir(name: str) -> Path:
-    """A 0700 directory whose parents are not world-writable (gemini checks; /tmp is not)."""
-    base = CLI_PREFIX if CLI_PREFIX.exists() else Path.home() / ".cache" / "failover-tests"
+    """A 0700 directory whose parents are not world-writable (gemini checks; /tmp is not).
+
+    Under the home directory, not the checkout: CI clones into folders whose
+    parents may be world-writable, and gemini then ignores the settings file.
+    """
+    base = Path.home() / ".cache" / "failover-tests"
     path = base / "test-state" / name
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
