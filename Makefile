@@ -21,11 +21,11 @@ test: $(STAMP) lint typecheck
 	$(VENV)/bin/pytest -q
 
 demo: $(STAMP)
-	$(PY) examples/basic_failover.py
-	$(PY) examples/retry_schedule.py
+	$(VENV)/bin/failover demo
 
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
+	$(PY) bench/providers_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
