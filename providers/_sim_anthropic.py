@@ -4,6 +4,8 @@ JSON: ``message`` objects with ``text`` or (forced tool) ``tool_use`` blocks;
 SSE: ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta`` (stop_reason, usage), ``message_stop``.
 Errors: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
+The prompt behind the default reply text is the last text block of the last
+user message (the claude CLI sends ``<system-reminder>`` blocks before it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from providers._sim_wire import Call, Wire, dumps, message_text, split_text
+from providers._sim_wire import Call, Wire, dumps, last_text_block, split_text
 
 __all__ = ["AnthropicWire"]
 
@@ -59,7 +61,8 @@ class AnthropicWire(Wire):
         prompt = ""
         for m in reversed(body.get("messages") or []):
             if isinstance(m, Mapping) and m.get("role") == "user":
-                prompt = message_text(m.get("content"))
+                # The last text block: the claude CLI puts <system-reminder> blocks first.
+                prompt = last_text_block(m.get("content"))
                 break
         call = Call(
             route=self.route,

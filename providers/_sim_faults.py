@@ -87,7 +87,9 @@ class Fault:
     @staticmethod
     def content_filter(*, prompt_blocked: bool = False) -> Fault:
         """A 200 reply refused by the vendor's safety system: OpenAI
-        ``finish_reason: "content_filter"``, Anthropic ``stop_reason: "refusal"``,
+        ``finish_reason: "content_filter"`` (Responses: an ``incomplete``
+        response, ``incomplete_details.reason: "content_filter"``; streamed,
+        it ends with ``response.incomplete``), Anthropic ``stop_reason: "refusal"``,
         Gemini ``finishReason: "SAFETY"`` (or, with ``prompt_blocked=True``,
         no candidates and ``promptFeedback.blockReason: "SAFETY"``)."""
         return Fault("content_filter", prompt_blocked=prompt_blocked)
@@ -224,14 +226,16 @@ class Fault:
 
     @staticmethod
     def missing_field() -> Fault:
-        """200 JSON without the text field (OpenAI ``message``, Anthropic
-        ``content``, Gemini ``content``, HTTP ``text``); streamed events likewise."""
+        """200 JSON without the text field (OpenAI ``message``, Responses
+        ``output``, Anthropic ``content``, Gemini ``content``, HTTP ``text``);
+        streamed events likewise."""
         return Fault("missing_field")
 
     @staticmethod
     def cut_stream(after: int = 2, *, text: str | None = None, how: str = "end") -> Fault:
         """Send ``after`` text chunks, then stop without the terminator (no
-        ``[DONE]``/finish_reason, no ``message_stop``, no ``finishReason``).
+        ``[DONE]``/finish_reason, no ``response.completed``, no ``message_stop``,
+        no ``finishReason``).
         ``how``: ``"end"`` ends the HTTP response cleanly, ``"abort"`` drops the
         connection, ``"hang"`` stalls until the client goes away. A non-stream
         request gets half of its JSON body, then the connection drops."""

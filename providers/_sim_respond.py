@@ -64,7 +64,7 @@ def _retry_headers(fault: Fault, route: str) -> dict[str, str]:
             headers["Retry-After"] = repr(float(fault.retry_after))
     if fault.retry_after_ms is not None:
         headers["retry-after-ms"] = str(fault.retry_after_ms)
-    if route == "openai":
+    if route in ("openai", "responses"):
         headers["x-ratelimit-limit-requests"] = "3"
         headers["x-ratelimit-remaining-requests"] = "0"
         headers["x-ratelimit-reset-requests"] = f"{fault.retry_after or 1}s"

@@ -15,7 +15,7 @@ from providers._sim_faults import Fault
 
 __all__ = ["ROUTES", "check_route", "load_script", "parse_script"]
 
-ROUTES = ("openai", "anthropic", "gemini", "http")
+ROUTES = ("openai", "responses", "anthropic", "gemini", "http")
 
 
 def check_route(route: str) -> str:

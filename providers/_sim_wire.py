@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Call", "Wire", "dumps", "reply_text", "split_text", "token_usage"]
+__all__ = [
+    "Call",
+    "Wire",
+    "dumps",
+    "last_text_block",
+    "message_text",
+    "reply_text",
+    "split_text",
+    "token_usage",
+]
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -131,6 +140,20 @@ def message_text(content: Any) -> str:
         return "".join(
             str(p.get("text", "")) for p in content if isinstance(p, Mapping) and "text" in p
         )
+    return ""
+
+
+def last_text_block(content: Any) -> str:
+    """The text a user typed last in a message: the whole content when it is a
+    string, else the last part that carries ``text``. Agents such as the claude
+    and codex CLIs put context blocks (``<system-reminder>``, environment notes)
+    before the prompt, so the first block would say nothing about the prompt."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for part in reversed(content):
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                return str(part["text"])
     return ""
 
 

@@ -22,6 +22,9 @@ Routes (``sim.url`` is ``http://127.0.0.1:PORT``):
 
 ===========  ================================================================
 openai       ``POST /openai/v1/chat/completions`` (``"stream": true`` for SSE)
+responses    ``POST /openai/v1/responses``: the OpenAI Responses API (JSON, or
+             semantic SSE events with ``"stream": true``); same base URL
+             (``sim.openai_url``) as ``openai``, its own script and count
 anthropic    ``POST /anthropic/v1/messages`` (``"stream": true`` for SSE)
 gemini       ``POST /gemini/v1beta/models/{model}:generateContent`` and
              ``:streamGenerateContent?alt=sse``
@@ -68,6 +71,7 @@ from providers._sim_http import HTTPWire
 from providers._sim_http11 import Exchange, HTTPServer
 from providers._sim_openai import OpenAIWire
 from providers._sim_respond import parse_body, respond, send_json
+from providers._sim_responses import ResponsesWire
 from providers._sim_script import ROUTES, check_route, load_script, parse_script
 from providers._sim_wire import Wire
 
@@ -75,6 +79,7 @@ __all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]
 
 _WIRES: dict[str, Wire] = {
     "/openai/v1/chat/completions": OpenAIWire(),
+    "/openai/v1/responses": ResponsesWire(),
     "/anthropic/v1/messages": AnthropicWire(),
     "/http/complete": HTTPWire(),
 }
@@ -349,6 +354,7 @@ async def _serve(sim: SimulatedServer) -> None:
     await sim.start()
     print(f"simulated provider server on {sim.url}", flush=True)
     print(f"  openai     {sim.openai_url}", flush=True)
+    print(f"  responses  {sim.openai_url}/responses", flush=True)
     print(f"  anthropic  {sim.anthropic_url}", flush=True)
     print(f"  gemini     {sim.gemini_url}", flush=True)
     print(f"  http       {sim.http_url}", flush=True)

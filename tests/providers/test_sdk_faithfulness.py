@@ -1,8 +1,8 @@
 """The official SDKs, pointed at the simulated server, parse its replies.
 
-If the openai or anthropic SDK can read a reply (streaming included) and raises
-its own exception class for an error, the simulator speaks the real wire
-format. No Gemini SDK is installed here, so the Gemini replies are checked
+If the openai SDK (chat completions and the Responses API) or the anthropic
+SDK can read a reply (streaming included) and raises its own exception class
+for an error, the simulator speaks the real wire format. No Gemini SDK is installed here, so the Gemini replies are checked
 against the documented REST shapes (GenerateContentResponse, google.rpc.Status).
 """
 
@@ -145,6 +145,118 @@ async def test_openai_sdk_stream_cut_ends_without_finish_reason(
     chunks = [chunk async for chunk in stream]
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "abcd"
     assert all(c.choices[0].finish_reason is None for c in chunks)
+
+
+# -- OpenAI Responses API ------------------------------------------------------------
+
+
+async def test_openai_sdk_parses_a_response(sim: SimulatedServer, oai: openai.AsyncOpenAI) -> None:
+    sim.script("responses", [Fault.ok("seven", usage=(12, 3))])
+    reply = await oai.responses.create(model="gpt-4o-mini", input="Name one prime number.")
+    assert reply.output_text == "seven"
+    assert reply.status == "completed"
+    assert reply.model == "gpt-4o-mini"
+    assert reply.usage is not None
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 3)
+    assert reply.usage.total_tokens == 15
+    message = reply.output[0]
+    assert message.type == "message"
+    assert message.content[0].type == "output_text"
+    assert sim.count("responses") == 1
+    assert sim.count("openai") == 0
+
+
+async def test_openai_sdk_streams_a_response(sim: SimulatedServer, oai: openai.AsyncOpenAI) -> None:
+    sim.script("responses", [Fault.ok("two three five", chunks=3, usage=(4, 5))])
+    stream = await oai.responses.create(model="gpt-4o-mini", input=MESSAGES, stream=True)
+    deltas, kinds, final = [], [], None
+    async for event in stream:
+        kinds.append(event.type)
+        if event.type == "response.output_text.delta":
+            deltas.append(event.delta)
+        elif event.type == "response.completed":
+            final = event.response
+    assert len(deltas) == 3
+    assert "".join(deltas) == "two three five"
+    assert kinds[0] == "response.created"
+    assert final is not None
+    assert final.output_text == "two three five"
+    assert final.usage is not None
+    assert final.usage.total_tokens == 9
+
+
+async def test_openai_sdk_stream_helper_accumulates_the_events(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    # The helper rebuilds the response from the events: wrong ids or order would break it.
+    sim.script("responses", [Fault.ok("abc def", chunks=2)])
+    async with oai.responses.stream(model="gpt-4o-mini", input="hi") as stream:
+        texts = [e.delta async for e in stream if e.type == "response.output_text.delta"]
+        final = await stream.get_final_response()
+    assert texts == ["abc ", "def"]
+    assert final.output_text == "abc def"
+
+
+async def test_openai_sdk_parses_structured_output_from_a_response(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    sim.script("responses", [Fault.ok('{"value": 7, "reason": "prime"}')])
+    reply = await oai.responses.parse(model="gpt-4o-mini", input=MESSAGES, text_format=Answer)
+    assert reply.output_parsed == Answer(value=7, reason="prime")
+    assert sim.requests("responses")[0]["body"]["text"]["format"]["type"] == "json_schema"
+    sampled = await oai.responses.parse(model="gpt-4o-mini", input=MESSAGES, text_format=Answer)
+    assert sampled.output_parsed == Answer(value=0, reason="sim")
+
+
+async def test_openai_sdk_sees_an_incomplete_filtered_response(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    sim.script("responses", [Fault.content_filter(), Fault.content_filter()])
+    reply = await oai.responses.create(model="gpt-4o-mini", input="x")
+    assert reply.status == "incomplete"
+    assert reply.incomplete_details is not None
+    assert reply.incomplete_details.reason == "content_filter"
+    stream = await oai.responses.create(model="gpt-4o-mini", input="x", stream=True)
+    events = [event async for event in stream]
+    assert events[-1].type == "response.incomplete"
+
+
+async def test_openai_sdk_response_stream_cut_lacks_completed(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    sim.script("responses", [Fault.cut_stream(after=2, text="abcdef")])
+    stream = await oai.responses.create(model="gpt-4o-mini", input="x", stream=True)
+    events = [event async for event in stream]
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == "abcd"
+    assert "response.completed" not in [e.type for e in events]
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "code"),
+    [
+        (Fault.rate_limited(1), openai.RateLimitError, "rate_limit_exceeded"),
+        (Fault.quota(), openai.RateLimitError, "insufficient_quota"),
+        (Fault.auth(), openai.AuthenticationError, "invalid_api_key"),
+        (Fault.model_not_found(), openai.NotFoundError, "model_not_found"),
+        (Fault.context_too_long(), openai.BadRequestError, "context_length_exceeded"),
+        (Fault.overloaded(), openai.InternalServerError, None),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_openai_sdk_raises_its_own_errors_for_responses(
+    sim: SimulatedServer,
+    oai: openai.AsyncOpenAI,
+    fault: Fault,
+    error: type[openai.APIStatusError],
+    code: str | None,
+    stream: bool,
+) -> None:
+    sim.script("responses", [fault])
+    with pytest.raises(error) as info:
+        await oai.responses.create(model="gpt-4o-mini", input="x", stream=stream)
+    assert info.value.code == code
+    assert sim.count("responses") == 1
 
 
 # -- Anthropic -----------------------------------------------------------------------

@@ -45,6 +45,13 @@ def route_request(
             "stream": stream,
             **extra,
         }
+    if route == "responses":
+        return f"{sim.openai_url}/responses", {
+            "model": "gpt-4o-mini",
+            "input": messages,
+            "stream": stream,
+            **extra,
+        }
     if route == "anthropic":
         return f"{sim.anthropic_url}/v1/messages", {
             "model": "claude-sonnet-4-5",
@@ -79,6 +86,8 @@ def sse_events(text: str) -> list[tuple[str | None, str]]:
 def reply_text(route: str, body: dict[str, Any]) -> str:
     if route == "openai":
         return str(body["choices"][0]["message"]["content"])
+    if route == "responses":
+        return str(body["output"][0]["content"][0]["text"])
     if route == "anthropic":
         return str(body["content"][0]["text"])
     if route == "gemini":
@@ -97,6 +106,12 @@ def stream_text(route: str, text: str) -> tuple[str, bool]:
             chunk = json.loads(data)
             for choice in chunk["choices"]:
                 parts.append(choice["delta"].get("content") or "")
+        elif route == "responses":
+            event = json.loads(data)
+            assert event["type"] == name
+            if name == "response.output_text.delta":
+                parts.append(event["delta"])
+            done = done or name == "response.completed"
         elif route == "anthropic":
             event = json.loads(data)
             assert event["type"] == name
@@ -111,8 +126,8 @@ def stream_text(route: str, text: str) -> tuple[str, bool]:
     return "".join(parts), done
 
 
-ROUTES = ["openai", "anthropic", "gemini", "http"]
-STREAM_ROUTES = ["openai", "anthropic", "gemini"]
+ROUTES = ["openai", "responses", "anthropic", "gemini", "http"]
+STREAM_ROUTES = ["openai", "responses", "anthropic", "gemini"]
 
 
 # -- successful replies --------------------------------------------------------
@@ -163,6 +178,133 @@ async def test_anthropic_reply_has_the_message_shape(
     assert reply["stop_reason"] == "end_turn"
     assert reply["usage"]["input_tokens"] == 11
     assert reply["usage"]["output_tokens"] == 7
+
+
+async def test_anthropic_default_text_comes_from_the_last_text_block_of_the_last_user_turn(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    url, body = route_request(sim, "anthropic")
+    reminder = {
+        "type": "text",
+        "text": "<system-reminder>\nContext the CLI adds.\n</system-reminder>",
+    }
+    body["messages"] = [
+        {"role": "user", "content": "an earlier question"},
+        {"role": "assistant", "content": "an earlier answer"},
+        {"role": "user", "content": [reminder, {"type": "text", "text": PROMPT}]},
+    ]
+    reply = (await client.post(url, json=body)).json()
+    assert reply["content"][0]["text"] == f"sim-anthropic: {PROMPT[:40]}"
+    body["messages"][-1]["content"] = [{"type": "text", "text": PROMPT}, reminder]
+    reply = (await client.post(url, json=body)).json()
+    assert reply["content"][0]["text"].startswith("sim-anthropic: <system-reminder>")
+
+
+async def test_responses_reply_has_the_response_shape(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    sim.script("responses", [Fault.ok("hello", usage=(11, 7))])
+    url, body = route_request(sim, "responses", instructions="Be brief.")
+    reply = (await client.post(url, json=body)).json()
+    assert reply["object"] == "response"
+    assert reply["id"].startswith("resp_")
+    assert isinstance(reply["created_at"], int)
+    assert (reply["status"], reply["model"], reply["instructions"]) == (
+        "completed",
+        "gpt-4o-mini",
+        "Be brief.",
+    )
+    assert reply["error"] is None
+    assert reply["incomplete_details"] is None
+    (item,) = reply["output"]
+    assert item["id"].startswith("msg_")
+    assert (item["type"], item["role"], item["status"]) == ("message", "assistant", "completed")
+    assert item["content"] == [
+        {"type": "output_text", "annotations": [], "logprobs": [], "text": "hello"}
+    ]
+    usage = reply["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (11, 7, 18)
+
+
+async def test_responses_prompt_is_a_string_input_or_the_last_user_text(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    url, body = route_request(sim, "responses", input="plain string input")
+    assert reply_text("responses", (await client.post(url, json=body)).json()) == (
+        "sim-responses: plain string input"
+    )
+    body["input"] = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<env/>"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "ctx"},
+                {"type": "input_text", "text": "the ask"},
+            ],
+        },
+    ]
+    assert reply_text("responses", (await client.post(url, json=body)).json()) == (
+        "sim-responses: the ask"
+    )
+
+
+async def test_responses_stream_sends_the_documented_event_sequence(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    sim.script("responses", [Fault.ok("abcdef", chunks=2, usage=(5, 9))])
+    url, body = route_request(sim, "responses", stream=True)
+    events = sse_events((await client.post(url, json=body)).text)
+    names = [name for name, _ in events]
+    assert names == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    data = [json.loads(d) for _, d in events]
+    assert [d["sequence_number"] for d in data] == list(range(len(data)))
+    assert data[0]["response"]["status"] == "in_progress"
+    assert data[0]["response"]["output"] == []
+    item_id = data[2]["item"]["id"]
+    assert all(d["item_id"] == item_id for d in data[3:8])
+    assert [d["delta"] for d in data[4:6]] == ["abc", "def"]
+    assert data[6]["text"] == "abcdef"
+    assert data[8]["item"]["content"][0]["text"] == "abcdef"
+    final = data[-1]["response"]
+    assert final["status"] == "completed"
+    assert final["output"] == [data[8]["item"]]
+    assert final["usage"]["total_tokens"] == 14
+
+
+async def test_responses_json_mode_replies_with_a_schema_sample(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    fmt = {"format": {"type": "json_schema", "name": "Verdict", "schema": SCHEMA, "strict": True}}
+    url, body = route_request(sim, "responses", text=fmt)
+    reply = (await client.post(url, json=body)).json()
+    assert json.loads(reply_text("responses", reply)) == {"verdict": "ok", "score": 0}
+    assert reply["text"] == fmt
+
+
+async def test_responses_and_chat_completions_are_scripted_and_counted_apart(
+    sim: SimulatedServer, client: httpx.AsyncClient
+) -> None:
+    sim.script("openai", [Fault.status(503)])
+    sim.script("responses", [Fault.auth()])
+    chat_url, chat_body = route_request(sim, "openai")
+    url, body = route_request(sim, "responses")
+    assert (await client.post(url, json=body)).status_code == 401
+    assert (await client.post(chat_url, json=chat_body)).status_code == 503
+    assert (await client.post(url, json=body)).status_code == 200
+    assert (sim.count("openai"), sim.count("responses")) == (1, 2)
+    assert sim.requests("responses")[0]["path"] == "/openai/v1/responses"
 
 
 async def test_gemini_reply_has_the_generate_content_shape(
@@ -307,6 +449,20 @@ ERROR_CASES: list[tuple[str, Callable[[], Fault], int, Callable[[Any], Any], Any
         lambda b: b["error"]["code"],
         "context_length_exceeded",
     ),
+    ("responses", Fault.rate_limited, 429, lambda b: b["error"]["code"], "rate_limit_exceeded"),
+    ("responses", Fault.overloaded, 503, lambda b: b["error"]["type"], "server_error"),
+    ("responses", Fault.server_error, 500, lambda b: b["error"]["type"], "server_error"),
+    ("responses", Fault.auth, 401, lambda b: b["error"]["code"], "invalid_api_key"),
+    ("responses", Fault.quota, 429, lambda b: b["error"]["code"], "insufficient_quota"),
+    ("responses", Fault.model_not_found, 404, lambda b: b["error"]["code"], "model_not_found"),
+    ("responses", Fault.bad_request, 400, lambda b: b["error"]["type"], "invalid_request_error"),
+    (
+        "responses",
+        Fault.context_too_long,
+        400,
+        lambda b: (b["error"]["code"], b["error"]["param"]),
+        ("context_length_exceeded", "input"),
+    ),
     ("anthropic", Fault.rate_limited, 429, lambda b: b["error"]["type"], "rate_limit_error"),
     ("anthropic", Fault.overloaded, 529, lambda b: b["error"]["type"], "overloaded_error"),
     ("anthropic", Fault.server_error, 500, lambda b: b["error"]["type"], "api_error"),
@@ -373,6 +529,8 @@ async def test_each_fault_renders_the_vendor_error(
     assert pick(r.json()) == expected
     if route == "gemini":
         assert r.json()["error"]["code"] == status
+    if route in ("openai", "responses"):
+        assert set(r.json()["error"]) == {"message", "type", "param", "code"}
     if route == "anthropic":
         assert r.json()["type"] == "error"
 
@@ -436,6 +594,8 @@ async def test_cut_stream_lacks_the_terminator(
         "message_stop",
         "content_block_stop",
         "finishReason",
+        "response.output_text.done",
+        "response.completed",
     ):
         assert marker not in r.text
 
@@ -498,6 +658,15 @@ async def test_content_filter_on_each_route(
     ] == "content_filter"
     url, body = route_request(sim, "openai", stream=True)
     assert '"finish_reason":"content_filter"' in (await client.post(url, json=body)).text
+    url, body = route_request(sim, "responses")
+    refused = (await client.post(url, json=body)).json()
+    assert refused["status"] == "incomplete"
+    assert refused["incomplete_details"] == {"reason": "content_filter"}
+    url, body = route_request(sim, "responses", stream=True)
+    events = sse_events((await client.post(url, json=body)).text)
+    assert events[-1][0] == "response.incomplete"
+    assert json.loads(events[-1][1])["response"]["incomplete_details"]["reason"] == "content_filter"
+    assert "response.completed" not in [name for name, _ in events]
     url, body = route_request(sim, "anthropic")
     assert (await client.post(url, json=body)).json()["stop_reason"] == "refusal"
     url, body = route_request(sim, "anthropic", stream=True)
@@ -641,7 +810,7 @@ async def test_control_routes_script_and_count(
     url, body = route_request(sim, "openai")
     assert (await client.post(url, json=body)).status_code == 502
     counts = (await client.get(f"{sim.url}/_sim/counts")).json()
-    assert counts == {"openai": 1, "anthropic": 0, "gemini": 0, "http": 0}
+    assert counts == {"openai": 1, "responses": 0, "anthropic": 0, "gemini": 0, "http": 0}
     bad = await client.post(f"{sim.url}/_sim/script", json={"azure": []})
     assert bad.status_code == 400
     assert "azure" in bad.json()["error"]
