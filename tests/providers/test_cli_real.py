@@ -1,23 +1,20 @@
 """The real claude, codex and gemini CLIs, pointed at loopback servers (npm installs needed).
 
-claude and gemini talk to the SimulatedServer's Anthropic and Gemini routes.
-codex only speaks the Responses API (``POST {base}/responses``, SSE), which
-the simulator does not serve, so codex talks to a small Responses stub here.
+claude, codex and gemini talk to the SimulatedServer's Anthropic, Responses
+(``POST /openai/v1/responses``, SSE: codex speaks only the Responses API) and
+Gemini routes.
 Each test skips, saying why, only when its binary is absent
 (``scripts/install-cli-agents.sh`` installs them into ``.cli-agents/``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from orchestrator._request import Request
 from orchestrator.errors import (
@@ -77,6 +74,18 @@ async def test_claude_answers_from_the_simulator(sim: SimulatedServer, tmp_path:
     assert sim.count("anthropic") == 1
 
 
+async def test_claude_default_reply_names_the_prompt_not_the_system_reminder(
+    sim: SimulatedServer, tmp_path: Path
+) -> None:
+    resp = await claude(sim, tmp_path).complete(Request("say ping"))
+    assert resp.text == "sim-anthropic: say ping"
+    messages = sim.requests("anthropic")[-1]["body"]["messages"]
+    last = [m for m in messages if m["role"] == "user"][-1]["content"]
+    # What makes the test meaningful: claude puts a <system-reminder> block before the prompt.
+    assert isinstance(last, list) and len(last) > 1
+    assert last[0]["text"].startswith("<system-reminder>")
+
+
 async def test_claude_529_is_overloaded_at_once_without_cli_retries(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
@@ -123,79 +132,15 @@ async def test_claude_hang_is_killed_by_idle_timeout(sim: SimulatedServer, tmp_p
     assert time.monotonic() - start < 10
 
 
-# --- codex -> Responses API stub ------------------------------------------------------------
+# --- codex -> SimulatedServer responses route (POST /openai/v1/responses) ----------------
 
 
-class ResponsesStub:
-    """``POST /v1/responses`` with SSE, scripted per request: "ok", an HTTP status, or "hang"."""
-
-    def __init__(self) -> None:
-        self.script: list[str | int] = []
-        self.count = 0
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.count += 1
-        step = self.script.pop(0) if self.script else "ok"
-        if step == "hang":
-            await asyncio.Event().wait()
-        if isinstance(step, int):
-            err = {"message": f"stub status {step}", "type": "server_error", "code": None}
-            headers = {"retry-after": "1"} if step == 429 else {}
-            return web.json_response({"error": err}, status=step, headers=headers)
-        resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
-        await resp.prepare(request)
-        item = {
-            "id": "msg_1",
-            "type": "message",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "pong from stub", "annotations": []}],
-        }
-        base: dict[str, Any] = {
-            "id": "resp_1",
-            "object": "response",
-            "model": body.get("model"),
-            "output": [],
-        }
-        usage = {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
-        events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": {**base, "status": "in_progress"}},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {
-                "type": "response.completed",
-                "response": {**base, "status": "completed", "output": [item], "usage": usage},
-            },
-        ]
-        for n, ev in enumerate(events):
-            data = json.dumps({**ev, "sequence_number": n})
-            await resp.write(f"event: {ev['type']}\ndata: {data}\n\n".encode())
-        return resp
-
-    async def __aenter__(self) -> ResponsesStub:
-        app = web.Application()
-        app.router.add_post("/v1/responses", self.handle)
-        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}/v1"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
-
-
-def codex(stub: ResponsesStub, home: Path, **kw: Any) -> Codex:
+def codex(sim: SimulatedServer, home: Path, **kw: Any) -> Codex:
     env: dict[str, str | None] = {"OPENAI_API_KEY": "sk-test-dummy-key", "HOME": str(home)}
     kw.setdefault("timeout", 60.0)
     return Codex(
         model="gpt-test",
-        base_url=stub.url,
+        base_url=sim.openai_url,
         env=env,
         executable=need("codex", "@openai/codex"),
         cwd=home,
@@ -203,28 +148,43 @@ def codex(stub: ResponsesStub, home: Path, **kw: Any) -> Codex:
     )
 
 
-async def test_codex_answers_from_a_responses_endpoint(tmp_path: Path) -> None:
-    async with ResponsesStub() as stub:
-        resp = await codex(stub, tmp_path).complete(Request("say ping"))
-        assert resp.text == "pong from stub"
-        assert stub.count == 1
+async def test_codex_answers_from_the_simulator(sim: SimulatedServer, tmp_path: Path) -> None:
+    sim.script("responses", [Fault.ok("pong from sim", usage=(7, 3))])
+    resp = await codex(sim, tmp_path).complete(Request("say ping"))
+    assert resp.text == "pong from sim"
+    assert resp.usage is not None and resp.usage.output_tokens == 3
+    assert sim.count("responses") == 1
+    assert sim.count("openai") == 0
+    sent = sim.requests("responses")[0]["body"]
+    assert sent["model"] == "gpt-test"
+    assert sent["stream"] is True
 
 
-async def test_codex_429_is_rate_limited_without_cli_retries(tmp_path: Path) -> None:
-    async with ResponsesStub() as stub:
-        stub.script = [429, 429, 429]
-        with pytest.raises(RateLimited):
-            await codex(stub, tmp_path).complete(Request("say ping"))
-        assert stub.count == 1, "codex retried on its own"
+async def test_codex_default_reply_names_the_prompt_not_its_context(
+    sim: SimulatedServer, tmp_path: Path
+) -> None:
+    # codex sends <environment_context> in an earlier user message; the prompt is the last one.
+    resp = await codex(sim, tmp_path).complete(Request("say ping"))
+    assert resp.text == "sim-responses: say ping"
 
 
-async def test_codex_hang_is_killed_by_idle_timeout(tmp_path: Path) -> None:
-    async with ResponsesStub() as stub:
-        stub.script = ["hang"]
-        start = time.monotonic()
-        with pytest.raises(ProviderTimeout, match="idle_timeout"):
-            await codex(stub, tmp_path, idle_timeout=2.0).complete(Request("say ping"))
-        assert time.monotonic() - start < 10
+async def test_codex_429_is_rate_limited_without_cli_retries(
+    sim: SimulatedServer, tmp_path: Path
+) -> None:
+    sim.set_default("responses", Fault.rate_limited(1))
+    with pytest.raises(RateLimited) as info:
+        await codex(sim, tmp_path).complete(Request("say ping"))
+    assert info.value.status == 429
+    assert sim.count("responses") == 1, "codex retried on its own"
+
+
+async def test_codex_hang_is_killed_by_idle_timeout(sim: SimulatedServer, tmp_path: Path) -> None:
+    sim.set_default("responses", Fault.hang())
+    start = time.monotonic()
+    with pytest.raises(ProviderTimeout, match="idle_timeout"):
+        await codex(sim, tmp_path, idle_timeout=2.0).complete(Request("say ping"))
+    assert time.monotonic() - start < 10
+    assert sim.count("responses") == 1
 
 
 # --- gemini -> SimulatedServer gemini route ------------------------------------------------
