@@ -59,11 +59,15 @@ class Run(AttemptRunner):
 
     # -- the chain ---------------------------------------------------------
 
-    async def execute(self) -> Result:
-        """Try every child in order; the first success wins."""
+    async def execute(self, *, counted_by: object = None) -> Result:
+        """Try every child in order; the first success wins.
+
+        ``counted_by`` is the outer chain's health store when this chain runs
+        nested inside it: that store already counted the call for its budget.
+        """
         agent = self.agent
         store = agent.health_store
-        if store is not None:
+        if store is not None and store is not counted_by:
             store.record_request()
         refused: list[tuple[int, float]] = []
         called = False
@@ -184,7 +188,7 @@ class Run(AttemptRunner):
         if self.deadline is not None and (inner.deadline is None or self.deadline < inner.deadline):
             inner.deadline = self.deadline
         try:
-            result = await inner.execute()
+            result = await inner.execute(counted_by=self.agent.health_store)
         except FallbackError as e:
             self.attempts.extend(inner.attempts)
             return self._leave(child.name, e)

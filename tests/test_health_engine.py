@@ -169,3 +169,18 @@ def test_health_without_a_store_is_a_clear_error() -> None:
     agent = FallbackAgent([Scripted("p", ["ok"])])
     with pytest.raises(RuntimeError, match="health=True"):
         agent.health()
+
+
+async def test_a_nested_chain_on_the_same_store_counts_one_request(clock: FakeClock) -> None:
+    class Counting(MemoryHealthStore):
+        requests = 0
+
+        def record_request(self) -> None:
+            Counting.requests += 1
+            super().record_request()
+
+    shared = Counting(clock=clock)
+    inner = FallbackAgent([Scripted("eu", ["ok"])], name="inner", health=shared, clock=clock)
+    outer = FallbackAgent([inner], name="outer", health=shared, clock=clock)
+    await outer.run("x")
+    assert Counting.requests == 1
