@@ -145,7 +145,8 @@ class Run(AttemptRunner):
             **events.error_fields(error),
         )
         if agent.on_fallback is not None:
-            await call_hook("on_fallback", agent.on_fallback, frm, to, error)
+            extra = (reason,) if agent.on_fallback_wants_reason else ()
+            await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
         handover = {
             "reason": reason,
             "attempts": [

@@ -117,6 +117,8 @@ class FallbackAgent:
                 raise TypeError(f"{hook_name}: expected a callable, got {type(hook).__name__}")
         self.accept = accept
         self.on_fallback = on_fallback
+        # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).
+        self.on_fallback_wants_reason = on_fallback is not None and _takes_four(on_fallback)
         self.on_all_failed = on_all_failed
         self.on_retry = on_retry
         self.before_fallback = before_fallback
@@ -183,6 +185,19 @@ class FallbackAgent:
 
     def __repr__(self) -> str:
         return f"FallbackAgent(name={self.name!r}, children={[c.name for c in self.children]!r})"
+
+
+def _takes_four(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False  # (*args) hooks keep the documented three-argument call
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 4
 
 
 def _as_request(request: str | Request) -> Request:

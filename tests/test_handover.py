@@ -192,3 +192,17 @@ async def test_usage_and_cost_sum_over_every_attempt(clock: FakeClock) -> None:
     result = await FallbackAgent([a, b], accept=lambda r: r.text != "meh", clock=clock).run("x")
     assert result.usage == Usage(20, 22)
     assert result.cost_usd == pytest.approx(0.011)
+
+
+async def test_on_fallback_may_take_the_reason_as_a_fourth_argument(clock: FakeClock) -> None:
+    seen: list[tuple[str, str, str]] = []
+
+    def hook(frm: str, to: str, error: BaseException, reason: str) -> None:
+        seen.append((frm, to, reason))
+
+    await FallbackAgent(
+        [Scripted("a", [RateLimited("x", retry_after=999)]), Scripted("b", ["ok"])],
+        on_fallback=hook,
+        clock=clock,
+    ).run("x")
+    assert seen == [("a", "b", "rate_limited")]
