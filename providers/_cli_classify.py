@@ -21,6 +21,7 @@ from orchestrator.errors import (
     AuthenticationFailed,
     ConnectionFailed,
     ContextWindowExceeded,
+    GuardrailTriggered,
     InvalidRequest,
     ModelNotFound,
     Overloaded,
@@ -28,6 +29,7 @@ from orchestrator.errors import (
     QuotaExhausted,
     RateLimited,
     ServerError,
+    StreamInterrupted,
     TransientError,
 )
 
@@ -35,6 +37,16 @@ __all__ = ["Redactor", "classify_exit", "error_for", "find_status", "retry_after
 
 TAIL_CHARS = 300
 
+_GUARDRAIL = re.compile(
+    r"reason:?\s*content_filter|content[_ ]filter(?:ed)?\b|content[- ]policy|usage polic(?:y|ies)"
+    r"|blocked (?:due to|for) safety|safety (?:filter|reasons)|finish_?reason:?\s*safety",
+    re.I,
+)
+_STREAM_CUT = re.compile(
+    r"stream closed before response\.completed|stream disconnected before completion"
+    r"|stream ended (?:before|without)|unexpected end of (?:the )?stream",
+    re.I,
+)
 _CONTEXT = re.compile(
     r"prompt is too long|context[_ ]length|context window|maximum context|too many tokens"
     r"|input token count.{0,80}exceeds|reduce the length of (?:the|your) (?:messages|prompt)",
@@ -138,6 +150,7 @@ def _from_status(status: int, text: str, provider: str, msg: str) -> ProviderErr
 
 def _from_text(text: str, provider: str, msg: str) -> ProviderError | None:
     for pattern, cls in (
+        (_GUARDRAIL, GuardrailTriggered),
         (_CONTEXT, ContextWindowExceeded),
         (_QUOTA, QuotaExhausted),
         (_AUTH, AuthenticationFailed),
@@ -150,6 +163,8 @@ def _from_text(text: str, provider: str, msg: str) -> ProviderError | None:
         return RateLimited(msg, provider=provider, retry_after=retry_after_in(text))
     if _SERVER.search(text):
         return ServerError(msg, provider=provider)
+    if _STREAM_CUT.search(text):
+        return StreamInterrupted(msg, provider=provider)
     if _CONNECTION.search(text):
         return ConnectionFailed(msg, provider=provider)
     return None

@@ -8,6 +8,7 @@ from orchestrator.errors import (
     AuthenticationFailed,
     ConnectionFailed,
     ContextWindowExceeded,
+    GuardrailTriggered,
     InvalidRequest,
     ModelNotFound,
     Overloaded,
@@ -15,6 +16,7 @@ from orchestrator.errors import (
     QuotaExhausted,
     RateLimited,
     ServerError,
+    StreamInterrupted,
     TransientError,
 )
 from providers._cli_classify import Redactor, classify_exit, error_for, find_status, retry_after_in
@@ -48,6 +50,15 @@ from providers._cli_classify import Redactor, classify_exit, error_for, find_sta
         (None, "Internal server error", ServerError),
         (None, "connect ECONNREFUSED 127.0.0.1:1", ConnectionFailed),
         (None, "model_not_found", ModelNotFound),
+        # codex's own words for a Responses API refusal and a cut stream
+        (
+            None,
+            "stream disconnected before completion: Incomplete response returned, "
+            "reason: content_filter",
+            GuardrailTriggered,
+        ),
+        (None, "stream closed before response.completed", StreamInterrupted),
+        (None, "stream disconnected before completion: error sending request", StreamInterrupted),
     ],
 )
 def test_error_for(status: int | None, text: str, expected: type[ProviderError]) -> None:

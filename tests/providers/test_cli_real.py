@@ -19,9 +19,11 @@ import pytest
 from orchestrator._request import Request
 from orchestrator.errors import (
     AuthenticationFailed,
+    GuardrailTriggered,
     Overloaded,
     ProviderTimeout,
     RateLimited,
+    StreamInterrupted,
 )
 from orchestrator.fallback import FallbackAgent
 from providers._anthropic import AnthropicMessages
@@ -176,6 +178,23 @@ async def test_codex_429_is_rate_limited_without_cli_retries(
         await codex(sim, tmp_path).complete(Request("say ping"))
     assert info.value.status == 429
     assert sim.count("responses") == 1, "codex retried on its own"
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (Fault.content_filter, GuardrailTriggered),
+        (lambda: Fault.cut_stream(after=1), StreamInterrupted),
+    ],
+    ids=["content_filter", "cut_stream"],
+)
+async def test_codex_refusal_and_cut_stream_keep_their_meaning(
+    sim: SimulatedServer, tmp_path: Path, fault: Any, expected: type[Exception]
+) -> None:
+    sim.set_default("responses", fault())
+    with pytest.raises(expected):
+        await codex(sim, tmp_path).complete(Request("say ping"))
+    assert sim.count("responses") == 1
 
 
 async def test_codex_hang_is_killed_by_idle_timeout(sim: SimulatedServer, tmp_path: Path) -> None:
