@@ -17,7 +17,13 @@ from typing import Any, ClassVar
 
 from orchestrator._request import Response, Usage
 from orchestrator.errors import AuthenticationFailed, InvalidOutput, ProviderError
-from providers._client import Transport, TransportError, shared_client, to_transport
+from providers._client import (
+    Transport,
+    TransportError,
+    preload_transport,
+    shared_client,
+    to_transport,
+)
 from providers._errors_map import map_transport_error, short
 from providers._secret import Secret, check_endpoint
 from providers._sse import SSEEvent, sse_events
@@ -131,6 +137,8 @@ class VendorProvider:
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
         self._transport: Transport | None = None if client is None else to_transport(client)
+        if client is None:
+            preload_transport()
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
 

@@ -23,7 +23,13 @@ from orchestrator.errors import (
     InvalidOutput,
     ProviderError,
 )
-from providers._client import Transport, TransportError, shared_client, to_transport
+from providers._client import (
+    Transport,
+    TransportError,
+    preload_transport,
+    shared_client,
+    to_transport,
+)
 from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
 from providers._http_base import cost_of, load_json, seconds, validate_price
 from providers._secret import check_endpoint
@@ -110,6 +116,8 @@ class HTTPFallback:
         self.timeout = seconds(timeout, field="HTTPFallback.timeout")
         self.price = validate_price(price, field="HTTPFallback.price")
         self._transport: Transport | None = None if client is None else to_transport(client)
+        if client is None:
+            preload_transport()
 
     def __repr__(self) -> str:
         return f"HTTPFallback(url={self._display!r}, name={self.name!r})"

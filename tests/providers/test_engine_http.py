@@ -111,3 +111,16 @@ async def test_cut_stream_raises_by_default() -> None:
                 async for _ in s:
                     pass
         assert sim.count("openai") == 1
+
+
+def test_building_a_provider_loads_the_http_library_so_first_calls_keep_their_deadline() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, providers\n"
+        "assert 'aiohttp' not in sys.modules, 'import providers must stay cheap'\n"
+        "providers.OpenAIChat('m', api_key='sk-test-0123456789')\n"
+        "assert 'aiohttp' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
