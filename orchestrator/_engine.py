@@ -48,13 +48,14 @@ class Run(AttemptRunner):
         **kwargs: Any,
     ) -> Run:
         limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
-        deadline = None if limit is None else agent.clock.now() + limit
         if schema is not None:
+            # Built (and cached) before the clock starts: the first use imports pydantic.
             adapter = schema_adapter(schema)
             request = request.replace(
                 json_schema=adapter.json_schema(),
                 schema_name=getattr(schema, "__name__", "Output"),
             )
+        deadline = None if limit is None else agent.clock.now() + limit
         return cls(agent, request, schema, deadline, **kwargs)
 
     # -- the chain ---------------------------------------------------------
