@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from orchestrator.fallback import FallbackAgent
 
-__all__ = ["AttemptRunner", "call_hook", "schema_adapter"]
+__all__ = ["AttemptRunner", "call_hook", "schema_adapter", "schema_json"]
 
 
 async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
@@ -53,6 +53,13 @@ def schema_adapter(schema: Any) -> Any:
     from pydantic import TypeAdapter
 
     return TypeAdapter(schema)
+
+
+@lru_cache(maxsize=256)
+def schema_json(schema: Any) -> dict[str, Any]:
+    """The JSON schema providers are asked to follow (computed once per type)."""
+    out: dict[str, Any] = schema_adapter(schema).json_schema()
+    return out
 
 
 class AttemptRunner:

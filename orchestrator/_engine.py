@@ -14,7 +14,7 @@ from tenacity import AsyncRetrying, RetryCallState
 
 from orchestrator import events
 from orchestrator._attempt import Attempt
-from orchestrator._attempt_run import AttemptRunner, call_hook, schema_adapter
+from orchestrator._attempt_run import AttemptRunner, call_hook, schema_json
 from orchestrator._classify import describe, reason_of
 from orchestrator._request import Request
 from orchestrator._result import Result, Stop
@@ -50,9 +50,8 @@ class Run(AttemptRunner):
         limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
-            adapter = schema_adapter(schema)
             request = request.replace(
-                json_schema=adapter.json_schema(),
+                json_schema=schema_json(schema),
                 schema_name=getattr(schema, "__name__", "Output"),
             )
         deadline = None if limit is None else agent.clock.now() + limit
