@@ -4,7 +4,10 @@ The CLIs wrap their API's errors in their own words. :func:`error_for` reads a
 status when one is known (structured output first, then a status found in the
 text) and refines it with the message, exactly as the HTTP providers do:
 401/403 -> AuthenticationFailed, 429 -> RateLimited (QuotaExhausted when the
-message is about quota or billing), 529 or "overloaded" -> Overloaded, 5xx ->
+message is about quota or billing and is not a short-window limit: a quota
+message with a retry delay, a per-minute quota id or ``rate_limit_exceeded``
+is still RateLimited, unless it names ``insufficient_quota``, a per-day quota,
+the credit balance or a billing hard limit), 529 or "overloaded" -> Overloaded, 5xx ->
 ServerError, "prompt is too long" -> ContextWindowExceeded, other 400s ->
 InvalidRequest. With no status, recognisable messages are matched alone.
 
@@ -55,6 +58,18 @@ _CONTEXT = re.compile(
 _QUOTA = re.compile(
     r"insufficient[_ ]quota|exceeded your current quota|quota exceeded|credit balance"
     r"|billing|usage limit|out of credits|payment required",
+    re.I,
+)
+#: Quota messages that mean "no more until someone pays or the day/window ends".
+_HARD_QUOTA = re.compile(
+    r"insufficient[_ ]quota|(?-i:PerDay)|per day|credit balance|hard[_ ]limit|out of credits"
+    r"|payment required|usage limit",
+    re.I,
+)
+#: Quota messages that mean "too fast right now" (Gemini free-tier RPM, OpenAI RPM/TPM).
+_SHORT_WINDOW = re.compile(
+    r"(?-i:PerMinute)|per minute|per min\b|rate[_ ]limit[_ ]exceeded|rate limit reached"
+    r"|requests per min|tokens per min",
     re.I,
 )
 _AUTH = re.compile(
@@ -124,11 +139,33 @@ def retry_after_in(text: str) -> float | None:
     return seconds / 1000.0 if unit and unit.lower().startswith("m") else seconds
 
 
+def _quota_or_rate(
+    text: str, provider: str, msg: str, status: int | None
+) -> QuotaExhausted | RateLimited:
+    """A quota/billing message: QuotaExhausted, unless it is a short-window rate limit.
+
+    Vendors mention quota and billing in plain rate-limit messages (Gemini's
+    free tier: "You exceeded your current quota, please check your plan and
+    billing details" with a ``PerMinute`` quota id and a ``retryDelay``;
+    OpenAI: "Rate limit reached ... try again in 20s ... visit billing").
+    Those come back after the delay, so they are ``RateLimited``.
+    """
+    delay = retry_after_in(text)
+    short = delay is not None or _SHORT_WINDOW.search(text) is not None
+    if short and not _HARD_QUOTA.search(text) and (status == 429 or _RATE.search(text)):
+        if status is None:
+            return RateLimited(msg, provider=provider, retry_after=delay)
+        return RateLimited(msg, provider=provider, status=status, retry_after=delay)
+    return QuotaExhausted(msg, provider=provider, status=status)
+
+
 def _from_status(status: int, text: str, provider: str, msg: str) -> ProviderError:
     if status in (401, 403):
         return AuthenticationFailed(msg, provider=provider, status=status)
-    if status == 402 or (status in (400, 429) and _QUOTA.search(text)):
+    if status == 402:
         return QuotaExhausted(msg, provider=provider, status=status)
+    if status in (400, 429) and _QUOTA.search(text):
+        return _quota_or_rate(text, provider, msg, status)
     if status == 429:
         return RateLimited(msg, provider=provider, status=status, retry_after=retry_after_in(text))
     if status == 413 or (status in (400, 422) and _CONTEXT.search(text)):
@@ -148,15 +185,24 @@ def _from_status(status: int, text: str, provider: str, msg: str) -> ProviderErr
     return TransientError(msg, provider=provider, status=status)
 
 
+_FIRST: tuple[tuple[re.Pattern[str], type[ProviderError]], ...] = (
+    (_GUARDRAIL, GuardrailTriggered),
+    (_CONTEXT, ContextWindowExceeded),
+)
+_AFTER_QUOTA: tuple[tuple[re.Pattern[str], type[ProviderError]], ...] = (
+    (_AUTH, AuthenticationFailed),
+    (_MODEL, ModelNotFound),
+    (_OVERLOADED, Overloaded),
+)
+
+
 def _from_text(text: str, provider: str, msg: str) -> ProviderError | None:
-    for pattern, cls in (
-        (_GUARDRAIL, GuardrailTriggered),
-        (_CONTEXT, ContextWindowExceeded),
-        (_QUOTA, QuotaExhausted),
-        (_AUTH, AuthenticationFailed),
-        (_MODEL, ModelNotFound),
-        (_OVERLOADED, Overloaded),
-    ):
+    for pattern, cls in _FIRST:
+        if pattern.search(text):
+            return cls(msg, provider=provider)
+    if _QUOTA.search(text):
+        return _quota_or_rate(text, provider, msg, None)
+    for pattern, cls in _AFTER_QUOTA:
         if pattern.search(text):
             return cls(msg, provider=provider)
     if _RATE.search(text):

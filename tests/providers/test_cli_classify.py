@@ -69,6 +69,54 @@ def test_error_for(status: int | None, text: str, expected: type[ProviderError])
         assert err.status == status
 
 
+GEMINI_RPM = (
+    '[API Error: {"error":{"code":429,"message":"You exceeded your current quota, please check '
+    'your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":['
+    '{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":'
+    '"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},'
+    '{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"13s"}]}}]'
+)
+OPENAI_RPM = (
+    "unexpected status 429 Too Many Requests: Rate limit reached for gpt-4o in organization "
+    "org-x on requests per min. Limit: 3 / min. Please try again in 20s. Visit "
+    "https://platform.openai.com/account/billing to add a payment method."
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "expected", "retry_after"),
+    [
+        # per-minute limits whose text mentions quota or billing: come back after the delay
+        (429, GEMINI_RPM, RateLimited, 13.0),
+        (429, OPENAI_RPM, RateLimited, 20.0),
+        (None, OPENAI_RPM.split(": ", 1)[1], RateLimited, 20.0),
+        (429, "quota exceeded for PerMinute requests", RateLimited, None),
+        (429, "rate_limit_exceeded: quota; retry in 5s", RateLimited, 5.0),
+        # hard quotas stay QuotaExhausted, delay or not
+        (429, GEMINI_RPM.replace("PerMinute", "PerDay"), QuotaExhausted, None),
+        (
+            429,
+            "insufficient_quota: exceeded your current quota; try again in 20s",
+            QuotaExhausted,
+            None,
+        ),
+        (429, "You exceeded your current quota", QuotaExhausted, None),
+        (400, "Your credit balance is too low; retry in 5s", QuotaExhausted, None),
+        (429, "billing hard limit has been reached; try again in 1s", QuotaExhausted, None),
+        (None, "You exceeded your current quota, check billing", QuotaExhausted, None),
+        # a 400 quota message with a delay is not a rate limit unless it says so
+        (400, "quota exceeded; try again in 5s", QuotaExhausted, None),
+    ],
+)
+def test_quota_versus_rate_limit(
+    status: int | None, text: str, expected: type[ProviderError], retry_after: float | None
+) -> None:
+    err = error_for(status, text, provider="p")
+    assert type(err) is expected
+    if isinstance(err, RateLimited):
+        assert err.retry_after == retry_after
+
+
 def test_unrecognised_text_is_none() -> None:
     assert error_for(None, "something odd", provider="p") is None
 
