@@ -18,7 +18,18 @@ from typing import Any
 from orchestrator._config_errors import ConfigError, Path, Problem
 from orchestrator._config_source import Source
 
-__all__ = ["KEY_ENV", "check_secrets", "expand_env"]
+__all__ = ["KEY_ENV", "EnvStr", "check_secrets", "expand_env"]
+
+
+class EnvStr(str):
+    """A string produced by ``${VAR}`` expansion (so it may be converted to a number).
+
+    The environment only holds strings; the schema converts an ``EnvStr`` to
+    the number or boolean a field needs, and nothing else.
+    """
+
+    __slots__ = ()
+
 
 #: The environment variable to suggest for a provider type's ``api_key``.
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
@@ -181,4 +192,5 @@ def _expand(
         )
     if names:
         used[path] = tuple(names)
+        return EnvStr(out)
     return out

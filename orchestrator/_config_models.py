@@ -2,13 +2,21 @@
 
 These models only validate shapes and values; ``_config_build`` turns them
 into providers, ``FallbackAgent`` s and workflows and checks references.
+
+Numbers and booleans are strict: ``max_retries: true``, ``retry_delay: "0.5"``
+or ``allow_insecure_http: "yes"`` are errors, not silently converted. The one
+exception is a value that came from ``${VAR}`` expansion (an :class:`EnvStr`):
+the environment only holds strings, so ``timeout: ${OPENAI_TIMEOUT}`` with
+``OPENAI_TIMEOUT=30`` is converted.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
+
+from orchestrator._config_env import EnvStr
 
 __all__ = [
     "AgentSpec",
@@ -22,10 +30,41 @@ __all__ = [
     "WorkflowSpec",
 ]
 
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def _env_number(value: Any) -> Any:
+    """A number written in the environment (``EnvStr``) becomes an int or a float."""
+    if not isinstance(value, EnvStr):
+        return value
+    text = value.strip()
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return value
+
+
+def _env_bool(value: Any) -> Any:
+    """``true``/``false`` (yes/no, on/off, 1/0) from the environment become a bool."""
+    if isinstance(value, EnvStr):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    return value
+
+
 ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]
 Name = Annotated[str, Field(min_length=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_env_number)]
+PositiveInt = Annotated[int, Strict(), Field(gt=0), BeforeValidator(_env_number)]
+NonNegativeFloat = Annotated[float, Strict(), Field(ge=0), BeforeValidator(_env_number)]
+PositiveFloat = Annotated[float, Strict(), Field(gt=0), BeforeValidator(_env_number)]
+Flag = Annotated[bool, Strict(), BeforeValidator(_env_bool)]
 Price = tuple[NonNegativeFloat, NonNegativeFloat]
 
 #: Chain-file policy keys (on agents, providers and references) and their RetryPolicy names.
@@ -65,7 +104,7 @@ class _Vendor(_Policy):
     timeout: PositiveFloat | None = None
     price: Price | None = None
     headers: dict[str, str] | None = None
-    allow_insecure_http: bool = False
+    allow_insecure_http: Flag = False
 
 
 class OpenAISpec(_Vendor):
@@ -89,13 +128,13 @@ class HTTPSpec(_Policy):
     headers: dict[str, str] | None = None
     timeout: PositiveFloat | None = None
     price: Price | None = None
-    allow_insecure_http: bool = False
+    allow_insecure_http: Flag = False
 
 
 class FunctionSpec(_Policy):
     type: Literal["function"]
     path: ImportPath
-    run_in_thread: bool = True
+    run_in_thread: Flag = True
 
 
 class _CLISpec(_Policy):
@@ -128,7 +167,7 @@ class CodexSpec(_AgentCLISpec):
 
 class GeminiCLISpec(_AgentCLISpec):
     type: Literal["gemini_cli"]
-    skip_trust: bool | None = None
+    skip_trust: Flag | None = None
     settings_dir: str | None = None
 
 
@@ -203,8 +242,8 @@ class AgentSpec(_Policy):
     attempt_timeout: PositiveFloat | None = None
     schema_retries: NonNegativeInt | None = None
     mid_stream: Literal["raise", "continue"] = "raise"
-    escalate_on_guardrail: bool = False
-    health: bool = False
+    escalate_on_guardrail: Flag = False
+    health: Flag = False
     retry_on: list[ImportPath] | None = None
     fallback_on: list[ImportPath] | None = None
     on_fallback: ImportPath | None = None
@@ -219,13 +258,13 @@ class StepSpec(_Spec):
     name: Name
     agent: Name
     prompt: str | None = None
-    continue_on_error: bool = False
+    continue_on_error: Flag = False
 
 
 class PhaseSpec(_Spec):
     name: Name
     steps: Annotated[list[StepSpec], Field(min_length=1)]
-    parallel: bool = False
+    parallel: Flag = False
     limit: PositiveInt | None = None
 
 

@@ -9,6 +9,7 @@ a secret field are never printed.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 from collections.abc import Mapping
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -65,7 +66,21 @@ def _show(path: Path, value: Any, env_paths: Mapping[Path, tuple[str, ...]]) -> 
             return "the value of " + ", ".join(f"${{{v}}}" for v in names)
     if any(p in _SECRET_FIELDS for p in path if isinstance(p, str)):
         return "(hidden)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return repr(value)
+
+
+def _quoted(value: Any, shown: str, expected: str) -> str:
+    """`` (write it without quotes)`` when a string holds what the field wants."""
+    if not isinstance(value, str) or not shown.startswith(("'", '"')):
+        return ""
+    text = value.strip()
+    if expected == "bool":
+        ok = text in ("true", "false")
+    else:
+        ok = re.fullmatch(r"-?\d+" if expected == "int" else r"-?\d+(?:\.\d+)?", text) is not None
+    return f" (it is a string; write {text} without quotes)" if ok else ""
 
 
 def _kind(value: Any) -> str:
@@ -123,11 +138,11 @@ def _problem(
     elif kind == "too_short":
         message = f"is empty; give at least {ctx.get('min_length', 1)}"
     elif kind in ("int_parsing", "int_type", "int_from_float"):
-        message = f"{shown} is not a whole number"
+        message = f"{shown} is not a whole number{_quoted(value, shown, 'int')}"
     elif kind in ("float_parsing", "float_type"):
-        message = f"{shown} is not a number"
+        message = f"{shown} is not a number{_quoted(value, shown, 'float')}"
     elif kind in ("bool_parsing", "bool_type"):
-        message = f"{shown} is not true or false"
+        message = f"{shown} is not true or false{_quoted(value, shown, 'bool')}"
     elif kind == "string_type":
         message = f"{shown} is {_kind(value)}; expected a string"
     elif kind in ("dict_type", "model_type", "model_attributes_type"):

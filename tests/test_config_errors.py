@@ -215,6 +215,86 @@ def test_value_errors_name_value_and_rule(tmp_path: Path, hooks: str) -> None:
     ]
 
 
+def test_types_are_strict_in_yaml(tmp_path: Path, hooks: str) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n"
+        "  o:\n"
+        "    type: openai\n"
+        "    model: m\n"
+        '    timeout: "5"\n'
+        "    max_retries: true\n"
+        '    allow_insecure_http: "yes"\n'
+        '    price: ["1", 2]\n' + fn_provider(hooks) + "agents:\n"
+        "  a:\n"
+        "    providers: [o, {ref: fn, max_retries: 1.5}]\n"
+        '    retry_delay: "0.5"\n'
+        '    health: "true"\n'
+        "    schema_retries: 2.0\n",
+    )
+    assert str(error_of(path)).splitlines() == [
+        f"{path}:5: providers.o.timeout: '5' is not a number (it is a string; write 5 "
+        "without quotes)",
+        f"{path}:6: providers.o.max_retries: true is not a whole number",
+        f"{path}:7: providers.o.allow_insecure_http: 'yes' is not true or false",
+        f"{path}:8: providers.o.price[0]: '1' is not a number (it is a string; write 1 "
+        "without quotes)",
+        f"{path}:12: agents.a.providers[1].max_retries: 1.5 is not a whole number",
+        f"{path}:13: agents.a.retry_delay: '0.5' is not a number (it is a string; write 0.5 "
+        "without quotes)",
+        f"{path}:14: agents.a.health: 'true' is not true or false (it is a string; write "
+        "true without quotes)",
+        f"{path}:15: agents.a.schema_retries: 2.0 is not a whole number",
+    ]
+
+
+def test_types_are_strict_in_toml(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.toml",
+        """
+        [providers.o]
+        type = "openai"
+        model = "m"
+        max_retries = 2.0
+
+        [providers.f]
+        type = "function"
+        path = "m:f"
+        run_in_thread = 1
+        """,
+    )
+    assert str(error_of(path)).splitlines() == [
+        f"{path}:4: providers.o.max_retries: 2.0 is not a whole number",
+        f"{path}:9: providers.f.run_in_thread: 1 is not true or false",
+    ]
+
+
+def test_only_values_from_the_environment_are_converted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n"
+        "  o:\n"
+        "    type: openai\n"
+        "    model: m\n"
+        "    timeout: ${TIMEOUT}\n"
+        "    max_retries: ${RETRIES}\n"
+        "    allow_insecure_http: ${INSECURE}\n"
+        "    base_url: http://10.0.0.5/v1\n",
+    )
+    env = {"TIMEOUT": "30", "RETRIES": "2", "INSECURE": "true"}
+    config = load_config(path, environ=env)
+    assert config.providers["o"].name == "o"
+    lines = str(error_of(path, {**env, "RETRIES": "2.5", "INSECURE": "maybe"})).splitlines()
+    assert lines == [
+        f"{path}:6: providers.o.max_retries: the value of ${{RETRIES}} is not a whole number",
+        f"{path}:7: providers.o.allow_insecure_http: the value of ${{INSECURE}} is not true "
+        "or false",
+    ]
+
+
 def test_reference_needs_exactly_one_target(tmp_path: Path, hooks: str) -> None:
     path = write(
         tmp_path,
