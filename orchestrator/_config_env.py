@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from orchestrator._config_errors import ConfigError, Path, Problem
 from orchestrator._config_source import Source
@@ -36,10 +37,40 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini
 
 _REF = re.compile(r"\$\$\{|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+#: Vendor key formats (OpenAI, Anthropic, Groq, xAI, Google, GitHub, Hugging Face, GitLab,
+#: Slack, AWS): refused wherever they are written literally.
 _KEY_SHAPED = re.compile(
-    r"\b(?:sk-ant-[A-Za-z0-9_-]{6,}|sk-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{10,})"
+    r"\b(?:sk-ant-[A-Za-z0-9_-]{6,}|sk-proj-[A-Za-z0-9_-]{6,}|sk-[A-Za-z0-9_-]{10,}"
+    r"|gsk_[A-Za-z0-9]{10,}|xai-[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_-]{10,}"
+    r"|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|hf_[A-Za-z0-9]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{10,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
 )
+#: An authorization scheme followed by a literal credential (in a header value).
 _BEARER = re.compile(r"\b(?:Bearer|Basic|Token)\s+\S", re.IGNORECASE)
+#: ``Bearer <token>`` elsewhere (an env value, an argument): a token-like word with a digit.
+_BEARER_TOKEN = re.compile(r"\bBearer\s+(?=[^\s]*\d)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+#: Query parameters that carry credentials in a URL (compared without ``-``/``_``, lower case).
+_URL_SECRET_PARAMS = frozenset(
+    {
+        "token",
+        "key",
+        "apikey",
+        "accesstoken",
+        "authtoken",
+        "sig",
+        "signature",
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "clientsecret",
+    }
+)
+#: Header names that suggest a credential; a token-like literal value in them is refused.
+_SECRETISH_HEADER = re.compile(r"auth|token|key|secret|passw|signature|cookie|session", re.I)
+_TOKEN_LIKE = re.compile(r"(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9._~+/=:-]{8,}")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+_MARK = "\ue000"  # stands for a ${VAR} reference while a URL is parsed
 _SECRET_NAME = re.compile(r"(?:^|[_-])(?:api[_-]?key|key|token|secret|password|passwd)$", re.I)
 _CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
@@ -57,6 +88,29 @@ def _defaults(text: str) -> list[str]:
         for m in _REF.finditer(text)
         if m.group(1) and ":-" in m.group(1)
     ]
+
+
+def _url_has_literal_secret(text: str) -> bool:
+    """A literal password (``https://user:pw@host``) or credential query parameter in ``text``.
+
+    ``${VAR}`` references stand in as a marker, so ``https://u:${PW}@h`` and
+    ``?token=${TOKEN}`` are fine; ``${URL:-https://u:pw@h}`` is checked too.
+    """
+    marked = _REF.sub(lambda m: "$" if m.group(1) is None else _MARK, text)
+    for candidate in (marked, *_defaults(text)):
+        for url in _URL.findall(candidate):
+            try:
+                parts = urlsplit(url)
+                password = parts.password
+            except ValueError:
+                continue
+            if password and password.replace(_MARK, ""):
+                return True
+            for key, value in parse_qsl(parts.query, keep_blank_values=True):
+                name = key.lower().replace("-", "").replace("_", "")
+                if name in _URL_SECRET_PARAMS and value.replace(_MARK, "").strip():
+                    return True
+    return False
 
 
 def _is_single_ref(text: str) -> bool:
@@ -80,6 +134,8 @@ def _suggest(src: Source, path: Path) -> str:
         stem = re.sub(r"[^A-Za-z0-9_]", "_", str(path[1])).upper()
         if path[-1] == "api_key":
             return KEY_ENV.get(str(kind), f"{stem}_API_KEY")
+        if len(path) == 3 and path[-1] in ("url", "base_url"):
+            return f"{stem}_{str(path[-1]).upper()}"
         if len(path) >= 3 and path[-2] == "headers":
             return f"{stem}_TOKEN"
     last = str(path[-1]).upper().replace("-", "_")
@@ -109,18 +165,32 @@ def _walk_secrets(src: Source, node: Any, path: Path, out: list[Problem]) -> Non
     in_headers = len(path) >= 2 and path[-2] == "headers"
     literal = _literal_part(node)
     leaked = [literal, *_defaults(node)]
-    var = _suggest(src, path)
+    named = [m.group(1).partition(":-")[0] for m in _REF.finditer(node) if m.group(1)]
+    var = named[0] if len(named) == 1 and _NAME.match(named[0]) else _suggest(src, path)
+    defaults = [d for d in _defaults(node) if d.strip()]
     if name == "api_key" and len(path) == 3 and path[0] == "providers":
-        if not _is_single_ref(node) or any(_KEY_SHAPED.search(d) for d in _defaults(node)):
+        # A default is a key written into the file: ${KEY:-} (empty) is the only one allowed.
+        if not _is_single_ref(node) or defaults:
             out.append(_refuse(src, path, f"api_key: ${{{var}}}"))
         return
     if in_headers and name.lower() in _CREDENTIAL_HEADERS:
         stripped = re.sub(r"^\s*(Bearer|Basic|Token)\s+", "", literal, flags=re.I).strip()
-        if stripped or any(_KEY_SHAPED.search(d) for d in _defaults(node)):
+        if stripped or defaults:
             prefix = "Bearer " if name.lower() == "authorization" else ""
             out.append(_refuse(src, path, f'{name}: "{prefix}${{{var}}}"'))
         return
-    if any(_KEY_SHAPED.search(t) for t in leaked) or (in_headers and _BEARER.search(literal)):
+    secretish_header = (
+        in_headers
+        and _SECRETISH_HEADER.search(name) is not None
+        and _TOKEN_LIKE.search(literal) is not None
+    )
+    if (
+        any(_KEY_SHAPED.search(t) for t in leaked)
+        or (in_headers and _BEARER.search(literal))
+        or secretish_header
+        or (path[0] == "providers" and any(_BEARER_TOKEN.search(t) for t in leaked))
+        or (path[0] == "providers" and _url_has_literal_secret(node))
+    ):
         out.append(_refuse(src, path, f'{name}: "${{{var}}}"'))
         return
     if _SECRET_NAME.search(name) and literal.strip() and path[0] == "providers":

@@ -83,7 +83,7 @@ providers:
   gemini:
     type: gemini
     model: gemini-2.5-flash
-    api_key: ${GEMINI_API_KEY:-unused}
+    api_key: ${GEMINI_API_KEY:-}
   hook:
     type: http
     url: https://llm.internal.example/complete

@@ -480,7 +480,7 @@ def test_literal_api_key_is_refused_without_echoing_it(tmp_path: Path) -> None:
         (
             "base_url: https://h/v1?key=AIzaSyA0123456789abcdef",
             "base_url",
-            'base_url: "${BASE_URL}"',
+            'base_url: "${X_BASE_URL}"',
         ),
     ],
 )
@@ -495,6 +495,137 @@ def test_literal_secrets_in_other_fields_are_refused(
     assert err.endswith(f"write {fix}")
     for secret in (KEY, "abc123", "abcdefgh", "AIzaSyA0123456789abcdef"):
         assert secret not in err
+
+
+@pytest.mark.parametrize(
+    ("provider", "field", "fix", "secret"),
+    [
+        (
+            'type: openai, model: m, api_key: "${GROQ_API_KEY:-gsk_live9fJx2Lq7Vt8Zr3Wp6Yn1}"',
+            "api_key",
+            "api_key: ${GROQ_API_KEY}",
+            "gsk_live9fJx2Lq7Vt8Zr3Wp6Yn1",
+        ),
+        (
+            'type: openai, model: m, api_key: "${OPENAI_API_KEY:-placeholder}"',
+            "api_key",
+            "api_key: ${OPENAI_API_KEY}",
+            "placeholder",
+        ),
+        (
+            'type: http, url: "https://hooks.example.com/complete?token=whk_5b8e1c2d9a7f"',
+            "url",
+            'url: "${X_URL}"',
+            "whk_5b8e1c2d9a7f",
+        ),
+        (
+            'type: http, url: "https://h.example/c?a=1&Access-Token=q9w8e7r6"',
+            "url",
+            'url: "${X_URL}"',
+            "q9w8e7r6",
+        ),
+        (
+            'type: http, url: "${HOOK_URL:-https://h.example/c?sig=q9w8e7r6}"',
+            "url",
+            'url: "${HOOK_URL}"',
+            "q9w8e7r6",
+        ),
+        (
+            'type: openai, model: m, base_url: "https://team:pw5b8e1c2d9a7f@gateway.example/v1"',
+            "base_url",
+            'base_url: "${X_BASE_URL}"',
+            "pw5b8e1c2d9a7f",
+        ),
+        (
+            'type: claude_code, env: {ANTHROPIC_BASE_URL: "https://u:p4ssw0rd@gw.example"}',
+            "env.ANTHROPIC_BASE_URL",
+            'ANTHROPIC_BASE_URL: "${ANTHROPIC_BASE_URL}"',
+            "p4ssw0rd",
+        ),
+        (
+            "type: codex, env: {GROQ: gsk_live9fJx2Lq7Vt8Zr3Wp6Yn1}",
+            "env.GROQ",
+            'GROQ: "${GROQ}"',
+            "gsk_live9fJx2Lq7Vt8Zr3Wp6Yn1",
+        ),
+        (
+            "type: gemini_cli, env: {HDR: 'Authorization: Bearer abcd1234efgh'}",
+            "env.HDR",
+            'HDR: "${HDR}"',
+            "abcd1234efgh",
+        ),
+        (
+            "type: anthropic, model: m, headers: {x-custom-auth: abc123def456ghi789}",
+            "headers.x-custom-auth",
+            'x-custom-auth: "${X_TOKEN}"',
+            "abc123def456ghi789",
+        ),
+        (
+            'type: anthropic, model: m, headers: {X-Api-Key: "${K:-abcdef}"}',
+            "headers.X-Api-Key",
+            'X-Api-Key: "${K}"',
+            "abcdef",
+        ),
+    ],
+)
+def test_literal_credentials_in_urls_defaults_and_env_are_refused(
+    tmp_path: Path, provider: str, field: str, fix: str, secret: str
+) -> None:
+    path = write(tmp_path, "chain.yaml", f"providers:\n  x: {{{provider}}}\n")
+    err = str(error_of(path))
+    assert err.startswith(f"{path}:2: providers.x.{field}: a literal secret is not allowed")
+    assert err.endswith(f"write {fix}")
+    assert secret not in err
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sk-ant-api03-abcdefgh",
+        "sk-proj-abcdefgh12",
+        "gsk_abcdefghijkl",
+        "xai-abcdefghijkl",
+        "AIzaSyA0123456789abc",
+        "ghp_abcdefghijkl",
+        "github_pat_abcdefghijkl",
+        "hf_abcdefghijkl",
+    ],
+)
+def test_key_shaped_values_are_refused_anywhere_in_a_provider(tmp_path: Path, key: str) -> None:
+    path = write(
+        tmp_path, "chain.yaml", f"providers:\n  x: {{type: codex, extra_args: [--key, '{key}']}}\n"
+    )
+    err = str(error_of(path))
+    assert "providers.x.extra_args[1]: a literal secret is not allowed" in err
+    assert key not in err
+
+
+def test_urls_and_text_without_literal_credentials_are_accepted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        """
+        providers:
+          hook:
+            type: http
+            url: "https://h.example/c?token=${HOOK_TOKEN}&mode=fast&keyword=x"
+          gw:
+            type: openai
+            model: m
+            base_url: "https://${GW_USER}:${GW_PASSWORD}@gw.example/v1?api-version=2024"
+            api_key: "${OPENAI_API_KEY:-}"
+          c:
+            type: claude_code
+            system_prompt: "Bearer tokens and Token budgets are fine to talk about"
+            env: {ANTHROPIC_BASE_URL: "https://user@gw.example", ANTHROPIC_AUTH_TOKEN: "${T}"}
+          o:
+            type: anthropic
+            model: m
+            headers: {anthropic-beta: tools-2024, x-auth-mode: strict}
+        """,
+    )
+    env = {"HOOK_TOKEN": "t", "GW_USER": "u", "GW_PASSWORD": "p", "T": "t"}
+    assert sorted(load_config(path, environ=env).providers) == ["c", "gw", "hook", "o"]
 
 
 def test_cli_env_with_a_literal_key_is_refused(tmp_path: Path) -> None:
