@@ -68,11 +68,13 @@ class AttemptRunner:
     __slots__ = (
         "_note",
         "agent",
+        "attempt_limit",
         "attempts",
         "deadline",
         "deadline_hit",
         "delivered",
         "mode",
+        "probing",
         "request",
         "schema",
         "sink",
@@ -101,6 +103,10 @@ class AttemptRunner:
         self.delivered: list[str] = delivered if delivered is not None else []
         self.deadline_hit = False
         self._note: str | None = None
+        # Per-attempt limit: the agent's own, or tighter when an outer chain imposes one.
+        self.attempt_limit: float | None = agent.attempt_timeout
+        # The child whose half-open probe this run holds (its outcome must be recorded).
+        self.probing: str | None = None
 
     # -- one attempt -----------------------------------------------------------
 
@@ -111,8 +117,8 @@ class AttemptRunner:
         t0 = clock.now()
         wall = clock.wall()
         deadline = self.deadline
-        if agent.attempt_timeout is not None:
-            own = t0 + agent.attempt_timeout
+        if self.attempt_limit is not None:
+            own = t0 + self.attempt_limit
             deadline = own if deadline is None or own < deadline else deadline
         if self.delivered and self.mode == "continue":
             request = request.replace(
@@ -163,7 +169,7 @@ class AttemptRunner:
             self.deadline_hit = True
             return ProviderTimeout("the run's deadline passed during this attempt", provider=name)
         return ProviderTimeout(
-            f"no reply within attempt_timeout={self.agent.attempt_timeout}s", provider=name
+            f"no reply within attempt_timeout={self.attempt_limit}s", provider=name
         )
 
     async def _check(
@@ -188,13 +194,13 @@ class AttemptRunner:
         attempt = Attempt(
             name, None, number, wall, duration, None, response.usage, response.cost_usd, self._note
         )
-        self._note = None
         attempts = (*self.attempts, attempt)
         result = Result(text, name, attempts, self._elapsed(), value, response.model)
         if self.agent.accept is not None and not await call_hook(
             "accept", self.agent.accept, result
         ):
             return None, Rejected("the accept check refused the reply", provider=name)
+        self._note = None
         self.attempts.append(attempt)
         store = self.agent.health_store
         if store is not None:
@@ -226,9 +232,16 @@ class AttemptRunner:
         )
         self._note = None
         store = self.agent.health_store
-        if store is not None and _counts_for_health(error):
-            retry_after = error.retry_after if isinstance(error, RateLimited) else None
-            store.record_failure(name, retry_after=retry_after)
+        if store is not None and not self.deadline_hit:  # our own deadline is not its fault
+            if _counts_for_health(error):
+                retry_after = error.retry_after if isinstance(error, RateLimited) else None
+                store.record_failure(name, retry_after=retry_after)
+            elif self.probing == name and (
+                response is not None or isinstance(error, TerminalError)
+            ):
+                # The probe got an answer (refused, off-schema, a guardrail): the provider is
+                # up. Resolve the probe so the circuit does not stay half-open.
+                store.record_success(name)
         events.emit(
             "info",
             "attempt_failed",

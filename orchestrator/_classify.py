@@ -73,7 +73,9 @@ class Classifier:
 
     def retryable(self, error: BaseException) -> bool:
         """Whether ``error`` may be retried on the same child (policy permitting)."""
-        if isinstance(error, HookError):
+        # Cancellation (any BaseException), hook errors and exhausted nested chains are
+        # never retried, whatever a user predicate says.
+        if not isinstance(error, Exception) or isinstance(error, HookError | FallbackError):
             return False
         if self._retry_on is not None:
             return bool(self._retry_on(error))
@@ -81,12 +83,14 @@ class Classifier:
             return isinstance(error, TransientError | InvalidOutput) and not isinstance(
                 error, Rejected
             )
-        return isinstance(error, Exception) and not isinstance(error, FallbackError)
+        return True
 
     def hands_over(self, error: BaseException) -> bool:
         """Whether ``error`` (not retried, or retries spent) passes the call to the next child."""
         if isinstance(error, HookError) or not isinstance(error, Exception):
             return False
+        if isinstance(error, FallbackError):
+            return True  # a nested chain that is exhausted always hands over
         if self._fallback_on is not None:
             return bool(self._fallback_on(error))
         if isinstance(error, GuardrailTriggered):

@@ -22,6 +22,7 @@ from orchestrator.errors import (
     FallbackError,
     HookError,
     InvalidOutput,
+    Rejected,
 )
 from orchestrator.policy import RetryPolicy, seconds
 
@@ -48,6 +49,8 @@ class Run(AttemptRunner):
         **kwargs: Any,
     ) -> Run:
         limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
+        if limit is not None and limit <= 0:
+            raise ValueError(f"timeout: {timeout!r} must be > 0 seconds (or None for no limit)")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
             request = request.replace(
@@ -70,6 +73,7 @@ class Run(AttemptRunner):
         if store is not None and store is not counted_by:
             store.record_request()
         refused: list[tuple[int, float]] = []
+        skipped: dict[int, BaseException] = {}
         called = False
         last_error: BaseException | None = None
         prev: str | None = None
@@ -80,25 +84,28 @@ class Run(AttemptRunner):
                     if not adm.allowed:
                         # A skipped child hands over like a failed one (reason circuit_open),
                         # so redaction and on_fallback still apply to the next child.
-                        last_error = self._skip(child.name, adm.open_until)
+                        last_error = skipped[idx] = self._skip(child.name, adm.open_until)
                         prev = child.name
                         refused.append((idx, adm.open_until or 0.0))
                         continue
                     if adm.probe:
                         self._note = "half-open probe"
+                        self.probing = child.name
                 outcome = await self._next_child(idx, prev, last_error)
+                self.probing = None
                 if not isinstance(outcome, BaseException):
-                    return outcome
+                    return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, child.name
             if not called and refused:
                 # Every circuit is open: try the one whose cooldown ends first, once,
                 # rather than fail without a single request.
+                # The hand-over (and its redaction) is from the child just before it.
                 idx = min(refused, key=lambda r: r[1])[0]
                 before = agent.children[idx - 1].name if idx > 0 else None
                 self._note = "every circuit open: tried the one whose cooldown ends first"
-                outcome = await self._next_child(idx, before, last_error if before else None)
+                outcome = await self._next_child(idx, before, skipped.get(idx - 1))
                 if not isinstance(outcome, BaseException):
-                    return outcome
+                    return self._succeeded(outcome)
         except _DeadlinePassed:
             pass
         return await self._all_failed()
@@ -147,6 +154,8 @@ class Run(AttemptRunner):
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
+        if self.deadline is not None and agent.clock.now() >= self.deadline:
+            raise _DeadlinePassed  # the hooks used up the budget: do not start the next child
         handover = {
             "reason": reason,
             "attempts": [
@@ -170,7 +179,12 @@ class Run(AttemptRunner):
         if isinstance(outcome, Result):
             return outcome
         policy = self.agent.policies[idx]
-        if policy.max_retries > 0 and self._retryable(outcome, policy):
+        # A half-open probe is one request, never retried: the circuit decides on it.
+        if (
+            policy.max_retries > 0
+            and self.probing != child.name
+            and self._retryable(outcome, policy)
+        ):
             outcome = await self._retry(child, request, outcome, policy)
             if isinstance(outcome, Result):
                 return outcome
@@ -188,6 +202,10 @@ class Run(AttemptRunner):
         )
         if self.deadline is not None and (inner.deadline is None or self.deadline < inner.deadline):
             inner.deadline = self.deadline
+        if self.attempt_limit is not None and (
+            inner.attempt_limit is None or self.attempt_limit < inner.attempt_limit
+        ):
+            inner.attempt_limit = self.attempt_limit
         try:
             result = await inner.execute(counted_by=self.agent.health_store)
         except FallbackError as e:
@@ -197,6 +215,10 @@ class Run(AttemptRunner):
             self.attempts.extend(inner.attempts)
             raise
         self.attempts.extend(inner.attempts)
+        if self.agent.accept is not None and not result.stopped:
+            refused = await self._outer_accept(child.name, result)
+            if refused is not None:
+                return refused
         return Result(
             result.text,
             result.handled_by,
@@ -208,8 +230,31 @@ class Run(AttemptRunner):
             result.best_effort,
         )
 
+    async def _outer_accept(self, name: str, result: Result) -> BaseException | None:
+        """This chain's ``accept`` also judges a nested chain's answer (as if it were flat)."""
+        assert self.agent.accept is not None
+        if await call_hook("accept", self.agent.accept, result):
+            return None
+        leaf = result.handled_by or name
+        error = Rejected("the accept check refused the reply", provider=leaf)
+        last = self.attempts[-1]
+        self.attempts[-1] = Attempt(
+            last.agent,
+            error,
+            last.attempt_number,
+            last.started_at,
+            last.duration,
+            "rejected",
+            last.usage,
+            last.cost_usd,
+            last.note,
+        )
+        return self._leave(name, error)
+
     def _retryable(self, error: BaseException, policy: RetryPolicy) -> bool:
         if self.deadline_hit or (self.delivered and self.mode == "raise"):
+            return False
+        if self.delivered and isinstance(error, Rejected):
             return False
         if isinstance(error, InvalidOutput) and self.agent.schema_retries == 0:
             return False
@@ -219,7 +264,9 @@ class Run(AttemptRunner):
         """The child is done with ``error``: hand over (return it) or stop (raise it)."""
         if self.deadline_hit:
             raise _DeadlinePassed
-        if self.delivered and self.mode == "raise":
+        if self.delivered and (self.mode == "raise" or isinstance(error, Rejected)):
+            # Text already reached the consumer: it cannot be unsent, so a refused complete
+            # reply is never used as a prefix to continue from.
             events.emit(
                 "warning",
                 "terminal_error",
@@ -259,8 +306,11 @@ class Run(AttemptRunner):
             if self.deadline is not None and clock.now() + state.upcoming_sleep >= self.deadline:
                 return self._set_note("backoff would end past the run's deadline")
             store = agent.health_store
-            if store is not None and not store.try_acquire_retry():
-                return self._set_note("retry budget empty")
+            if store is not None:
+                if store.snapshot(child.name).state != "closed":
+                    return self._set_note("circuit open: no more retries")
+                if not store.try_acquire_retry():
+                    return self._set_note("retry budget empty")
             return False
 
         async def before_sleep(state: RetryCallState) -> None:
@@ -330,7 +380,27 @@ class Run(AttemptRunner):
 
     # -- endings -------------------------------------------------------------
 
+    def _succeeded(self, result: Result) -> Result:
+        if result.stopped is not None:
+            return result  # run_stopped was emitted already
+        events.emit(
+            "info",
+            "run_succeeded",
+            agent=self.agent.name,
+            handled_by=result.handled_by,
+            attempts=len(result.attempts),
+            latency=result.latency,
+        )
+        return result
+
+    def _push(self, text: str) -> None:
+        """A text the engine itself produced (Stop, best_effort) reaches a stream's consumer."""
+        if self.sink is not None and text:
+            self.delivered.append(text)
+            self.sink.put_nowait(text)
+
     def _stopped(self, stop: Stop) -> Result:
+        self._push(stop.text)
         events.emit("info", "run_stopped", agent=self.agent.name, reason=stop.reason)
         return Result(stop.text, None, tuple(self.attempts), self._elapsed(), stopped=stop)
 
@@ -349,6 +419,7 @@ class Run(AttemptRunner):
         if agent.best_effort is not None:
             text = await call_hook("best_effort", agent.best_effort, tuple(self.attempts))
             if text is not None:
+                self._push(str(text))
                 return Result(
                     str(text), None, tuple(self.attempts), self._elapsed(), best_effort=True
                 )

@@ -218,13 +218,19 @@ class InvalidRequest(TerminalError):
 class HookError(Exception):
     """A user hook raised: the run stops; the hook's own exception is ``__cause__``."""
 
-    def __init__(self, hook: str, error: BaseException | None = None) -> None:
+    def __init__(
+        self, hook: str, error: BaseException | None = None, *, message: str | None = None
+    ) -> None:
         detail = f": {type(error).__name__}: {error}" if error is not None else ""
-        super().__init__(f"hook {hook!r} raised{detail}")
+        super().__init__(message or f"hook {hook!r} raised{detail}")
         self.hook = hook
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (HookError, (self.hook,), self.__dict__)
+        return (_rebuild_hook_error, (self.hook, str(self)), self.__dict__)
+
+
+def _rebuild_hook_error(hook: str, message: str) -> HookError:
+    return HookError(hook, message=message)
 
 
 class FallbackError(Exception):

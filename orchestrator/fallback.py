@@ -279,6 +279,11 @@ def _child_policies(
             raise ValueError(f"policies: {key!r} names no child; children are {names}")
         if not isinstance(pol, RetryPolicy):
             raise TypeError(f"policies[{key!r}]: expected RetryPolicy, got {type(pol).__name__}")
+        if getattr(children[names.index(key)], "_is_chain", False):
+            raise ValueError(
+                f"policies: {key!r} is a nested FallbackAgent, which is never retried as a whole; "
+                "set the policy on that agent (policy= or its own policies=)"
+            )
     out = []
     for c in children:
         own = getattr(c, "retry_policy", None)

@@ -76,13 +76,16 @@ class RetryPolicy:
         if max_retries < 0:
             raise ValueError(f"max_retries: {max_retries!r} is negative; use an int >= 0")
         if strategy not in STRATEGIES:
-            raise ValueError(f"retry_strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
+            raise ValueError(
+                f"retry_strategy (RetryPolicy.strategy): {strategy!r} is not one of "
+                f"{', '.join(STRATEGIES)}"
+            )
         if jitter not in (None, "full"):
             raise ValueError(f"jitter: {jitter!r} is not allowed; use None or 'full'")
         s = object.__setattr__
         s(self, "max_retries", max_retries)
         s(self, "strategy", strategy)
-        s(self, "delay", seconds(delay, "retry_delay"))
+        s(self, "delay", seconds(delay, "retry_delay (RetryPolicy.delay)"))
         s(self, "max_delay", seconds(max_delay, "max_delay"))
         s(self, "jitter", jitter)
         s(self, "respect_retry_after", bool(respect_retry_after))

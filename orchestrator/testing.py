@@ -52,11 +52,12 @@ class FakeClock:
         await asyncio.sleep(0)
 
     def timeout_at(self, deadline: float | None) -> AbstractAsyncContextManager[object]:
+        if deadline is not None and deadline <= self._now:
+            # Already past: expire at the first await, as the real clock would.
+            return asyncio.timeout_at(asyncio.get_running_loop().time())
         cm = asyncio.timeout(None)
         if deadline is not None:
             self._timeouts.append((deadline, cm))
-            if deadline <= self._now:
-                self._fire()
         return cm
 
     def _fire(self) -> None:

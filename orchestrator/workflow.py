@@ -20,7 +20,7 @@ from typing import Any
 
 from orchestrator._request import Request, Response
 from orchestrator._result import Result
-from orchestrator.errors import FallbackError
+from orchestrator.errors import FallbackError, ProviderError
 from orchestrator.fallback import FallbackAgent
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
@@ -41,6 +41,10 @@ class WorkflowError(Exception):
         super().__init__(f"phase {phase!r}, step {step!r} failed: {error}")
         self.phase, self.step, self.error = phase, step, error
         self.results = results
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Partial results hold live objects; a pickled error keeps what identifies it.
+        return (WorkflowError, (self.phase, self.step, self.error))
 
 
 class Step:
@@ -97,10 +101,12 @@ class Step:
             try:
                 return Request(self.prompt.format_map(context))
             except KeyError as e:
-                raise ValueError(
-                    f"Step({self.name!r}).prompt: {{{e.args[0]}}} has no value "
-                    "(the step it names failed with continue_on_error=True)"
-                ) from None
+                key = e.args[0]
+                if key in {root for root, _ in self.references()}:
+                    why = f"{{{key}}} has no value: that step failed (continue_on_error=True)"
+                else:
+                    why = f"an input mapping has no key {key!r}"
+                raise ValueError(f"Step({self.name!r}).prompt: {why}") from None
         out = self.prompt(context)
         return out if isinstance(out, Request) else Request(str(out))
 
@@ -165,6 +171,11 @@ class Workflow:
                 if step.name in earlier:
                     raise ValueError(f"Workflow: step name {step.name!r} is used twice")
                 for root, attr in step.references():
+                    if root in earlier and attr is None:
+                        raise ValueError(
+                            f"phase {phase.name!r}, step {step.name!r}: {{{root}}} names a step's "
+                            f"whole Result; use {{{root}.text}} (or another Result field)"
+                        )
                     if root in earlier and attr is not None and attr not in _RESULT_FIELDS:
                         raise ValueError(
                             f"phase {phase.name!r}, step {step.name!r}: '{root}.{attr}' is not "
@@ -257,11 +268,27 @@ class Workflow:
 
     async def complete(self, request: Request) -> Response:
         """Run as a provider: ``input`` is the prompt; the last step's text is the reply."""
-        result = await self.run({"input": request.prompt})
-        last = list(result.results.values())[-1] if result.results else None
-        if last is None:
-            raise FallbackError([], name=self.name)
-        return Response(last.text, model=last.handled_by)
+        try:
+            result = await self.run({"input": request.prompt})
+        except WorkflowError as e:
+            # Keep the taxonomy for the chain around us: a guardrail stays terminal, an
+            # exhausted step hands over (a FallbackError is never retried as a whole).
+            if isinstance(e.error, ProviderError | FallbackError):
+                raise e.error from e
+            raise
+        last = self._last_step()
+        if last in result.failures:
+            error = result.failures[last]
+            raise (
+                error
+                if isinstance(error, ProviderError | FallbackError)
+                else FallbackError([], name=f"{self.name}:{last}")
+            ) from error
+        return Response(result[last].text, model=result[last].handled_by)
+
+    def _last_step(self) -> str:
+        """The step declared last (its text is the workflow's reply as a provider)."""
+        return [s.name for _, steps in self._by_node() for s in steps][-1]
 
     def __repr__(self) -> str:
         return f"Workflow(name={self.name!r}, phases={[p.name for p in self.phases]!r})"

@@ -59,6 +59,8 @@ class FunctionProvider:
             ok, out = await asyncio.to_thread(_capture, self._fn, request)
             if not ok:
                 raise out
+            if inspect.isawaitable(out):  # e.g. lambda r: some_async_fn(r)
+                out = await out
         else:
             out = self._fn(request)
             if inspect.isawaitable(out):

@@ -42,7 +42,7 @@ def test_chain_file_needs_the_keys_in_the_environment() -> None:
         ("cost_tiers.py", "answer from claude-opus"),
         ("multi_region.py", "answered by openai-eu-west"),
         ("review_workflow.py", "correctness: answered by claude"),
-        ("workflow_composition.py", "fallback plan-then-write -> claude (WorkflowError)"),
+        ("workflow_composition.py", "fallback plan-then-write -> claude (FallbackError)"),
     ],
 )
 def test_example_runs_offline(script: str, expected: str) -> None:

@@ -28,6 +28,7 @@ async def test_events_for_a_run_that_fails_over(clock: FakeClock) -> None:
         "attempt_failed",
         "fallback",
         "attempt_succeeded",
+        "run_succeeded",
     ]
     retry = events[1]
     assert retry["child"] == "a" and retry["attempt"] == 1 and retry["delay"] == 2.0
