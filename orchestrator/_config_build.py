@@ -8,16 +8,15 @@ is checked here, and every error names what does exist.
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path as FsPath
+from collections.abc import Mapping
 from typing import Any
 
-from orchestrator._config_errors import ConfigError, Path, field_path
+from orchestrator._config_errors import ConfigError, Path, Problem, field_path
+from orchestrator._config_hooks import callable_at as _callable
+from orchestrator._config_hooks import import_object
+from orchestrator._config_hooks import matcher as _matcher
 from orchestrator._config_models import AgentSpec, ChildSpec, FileSpec, WorkflowSpec
+from orchestrator._config_scrub import EnvValues, constructor_problem, endpoint_problem
 from orchestrator._config_source import Source
 from orchestrator.fallback import FallbackAgent
 from orchestrator.policy import RetryPolicy
@@ -25,54 +24,6 @@ from orchestrator.policy import RetryPolicy
 __all__ = ["build_agents", "build_providers", "build_workflows", "import_object"]
 
 _HOOKS = ("on_fallback", "on_retry", "on_all_failed", "before_fallback", "accept", "best_effort")
-
-
-@contextmanager
-def _search_path(src: Source) -> Iterator[None]:
-    """Let hooks live next to the chain file (or in the working directory)."""
-    extra = [str(FsPath(src.file).resolve().parent), os.getcwd()]
-    added = [d for d in extra if d not in sys.path]
-    sys.path.extend(added)
-    try:
-        yield
-    finally:
-        for d in added:
-            if d in sys.path:
-                sys.path.remove(d)
-
-
-def import_object(src: Source, path: Path, spec: str) -> Any:
-    """The object named by ``"package.module:attr"``; ``ConfigError`` naming the field."""
-    module_name, _, attr = spec.partition(":")
-    try:
-        with _search_path(src):
-            obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise src.error(
-            path,
-            f"cannot import module {module_name!r} for {spec!r} ({exc}); it must be importable "
-            "from the chain file's directory, the working directory or the installed packages",
-        ) from None
-    except Exception as exc:
-        raise src.error(
-            path, f"importing {module_name!r} for {spec!r} raised {type(exc).__name__}: {exc}"
-        ) from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            names = sorted(n for n in dir(obj) if not n.startswith("_"))
-            raise src.error(
-                path,
-                f"{module_name!r} has no {attr!r}; it defines: {', '.join(names[:20]) or '(none)'}",
-            )
-        obj = getattr(obj, part)
-    return obj
-
-
-def _callable(src: Source, path: Path, spec: str) -> Any:
-    obj = import_object(src, path, spec)
-    if not callable(obj):
-        raise src.error(path, f"{spec!r} is a {type(obj).__name__}, not a callable")
-    return obj
 
 
 def _given(**kwargs: Any) -> dict[str, Any]:
@@ -160,21 +111,36 @@ def _policy_keys() -> tuple[str, ...]:
     return tuple(POLICY_FIELDS)
 
 
-def build_providers(src: Source, spec: FileSpec) -> dict[str, Any]:
-    """Every declared provider, constructed; constructor errors become ``ConfigError``."""
+def build_providers(src: Source, spec: FileSpec, env: EnvValues) -> dict[str, Any]:
+    """Every declared provider, constructed; ``ConfigError`` listing every provider's problem.
+
+    Endpoint URLs are checked first (at their own field); a constructor's
+    error is located at the field it names, with environment values scrubbed.
+    """
     out: dict[str, Any] = {}
+    problems: list[Problem] = []
     for name, pspec in spec.providers.items():
+        where: Path = ("providers", name)
+        problem = endpoint_problem(src, name, pspec, env)
+        if problem is not None:
+            problems.append(problem)
+            continue
         try:
             out[name] = _provider(src, name, pspec)
-        except ConfigError:
-            raise
+        except ConfigError as exc:
+            problems.extend(exc.problems)
         except (ValueError, TypeError) as exc:
-            raise src.error(("providers", name), str(exc)) from None
+            problems.append(constructor_problem(src, where, exc, _raw(src.data, where), env))
         except ImportError as exc:
-            raise src.error(
-                ("providers", name, "type"),
-                f"type {pspec.type!r} needs a module that cannot be imported here: {exc}",
-            ) from None
+            problems.append(
+                src.problem(
+                    (*where, "type"),
+                    f"type {pspec.type!r} needs a module that cannot be imported here: {exc}",
+                )
+            )
+    if problems:
+        problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
+        raise ConfigError(problems)
     return out
 
 
@@ -193,7 +159,9 @@ def _names(items: Mapping[str, Any]) -> str:
     return ", ".join(items) or "(none)"
 
 
-def build_agents(src: Source, spec: FileSpec, built: Mapping[str, Any]) -> dict[str, FallbackAgent]:
+def build_agents(
+    src: Source, spec: FileSpec, built: Mapping[str, Any], env: EnvValues
+) -> dict[str, FallbackAgent]:
     """Every agent as a ``FallbackAgent``; nested agents first, cycles refused."""
     for name in spec.agents:
         if name in spec.providers:
@@ -208,7 +176,7 @@ def build_agents(src: Source, spec: FileSpec, built: Mapping[str, Any]) -> dict[
         if name in agents:
             return agents[name]
         visiting.append(name)
-        agents[name] = _agent(src, spec, name, spec.agents[name], built, visit, visiting)
+        agents[name] = _agent(src, spec, name, spec.agents[name], built, visit, visiting, env)
         visiting.pop()
         return agents[name]
 
@@ -256,6 +224,7 @@ def _agent(
     built: Mapping[str, Any],
     visit: Any,
     visiting: list[str],
+    env: EnvValues,
 ) -> FallbackAgent:
     where: Path = ("agents", name)
     defaults = aspec.policy_overrides()
@@ -272,7 +241,7 @@ def _agent(
             try:
                 policies[node.name] = RetryPolicy(**{**defaults, **own})
             except (ValueError, TypeError) as exc:
-                raise src.error(cpath, str(exc)) from None
+                raise ConfigError([constructor_problem(src, cpath, exc, None, env)]) from None
     hooks = {
         h: _callable(src, (*where, h), getattr(aspec, h))
         for h in _HOOKS
@@ -304,22 +273,13 @@ def _agent(
             **hooks,
         )
     except (ValueError, TypeError) as exc:
-        raise src.error(where, str(exc)) from None
-
-
-def _matcher(src: Source, path: Path, objs: list[Any]) -> Any:
-    """A list of exception classes becomes a tuple; one predicate is used as is."""
-    if all(isinstance(o, type) and issubclass(o, BaseException) for o in objs):
-        return tuple(objs)
-    if len(objs) == 1 and callable(objs[0]):
-        return objs[0]
-    raise src.error(
-        path, "give exception classes ('orchestrator.errors:ServerError') or one predicate function"
-    )
+        raise ConfigError(
+            [constructor_problem(src, where, exc, _raw(src.data, where), env)]
+        ) from None
 
 
 def build_workflows(
-    src: Source, spec: FileSpec, agents: Mapping[str, Any], built: Mapping[str, Any]
+    src: Source, spec: FileSpec, agents: Mapping[str, Any], built: Mapping[str, Any], env: EnvValues
 ) -> dict[str, Any]:
     """Every workflow as a ``Workflow``; each step's ``agent`` names an agent or a provider."""
     if not spec.workflows:
@@ -328,16 +288,22 @@ def build_workflows(
 
     out: dict[str, Any] = {}
     for name, wspec in spec.workflows.items():
-        phases = _phases(src, name, wspec, agents, built)
+        phases = _phases(src, name, wspec, agents, built, env)
         try:
             out[name] = Workflow(*phases, name=name)
         except (ValueError, TypeError) as exc:
-            raise src.error(("workflows", name), str(exc)) from None
+            where: Path = ("workflows", name)
+            raise ConfigError([constructor_problem(src, where, exc, None, env)]) from None
     return out
 
 
 def _phases(
-    src: Source, name: str, wspec: WorkflowSpec, agents: Mapping[str, Any], built: Mapping[str, Any]
+    src: Source,
+    name: str,
+    wspec: WorkflowSpec,
+    agents: Mapping[str, Any],
+    built: Mapping[str, Any],
+    env: EnvValues,
 ) -> list[Any]:
     from orchestrator.workflow import Parallel, Phase, Step
 
@@ -372,7 +338,7 @@ def _phases(
                     )
                 )
             except (ValueError, TypeError) as exc:
-                raise src.error((*spath, "name"), str(exc)) from None
+                raise src.error((*spath, "name"), env.scrub(str(exc), spath)) from None
         if phase.limit is not None and not phase.parallel:
             raise src.error((*ppath, "limit"), "limit applies only with parallel: true")
         nodes = [Parallel(*steps, limit=phase.limit)] if phase.parallel else steps

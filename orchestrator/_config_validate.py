@@ -19,11 +19,10 @@ from pydantic_core import ErrorDetails
 
 from orchestrator._config_errors import ConfigError, Path, Problem
 from orchestrator._config_models import PROVIDER_TYPES, FileSpec
+from orchestrator._config_scrub import show_value
 from orchestrator._config_source import Source
 
 __all__ = ["validate"]
-
-_SECRET_FIELDS = ("api_key", "headers", "env")
 
 
 def validate(
@@ -57,18 +56,6 @@ def _clean_loc(data: Any, loc: tuple[str | int, ...]) -> Path:
             node = None
         out.append(part)
     return tuple(out)
-
-
-def _show(path: Path, value: Any, env_paths: Mapping[Path, tuple[str, ...]]) -> str:
-    for n in range(len(path), 0, -1):
-        names = env_paths.get(path[:n])
-        if names:
-            return "the value of " + ", ".join(f"${{{v}}}" for v in names)
-    if any(p in _SECRET_FIELDS for p in path if isinstance(p, str)):
-        return "(hidden)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return repr(value)
 
 
 def _quoted(value: Any, shown: str, expected: str) -> str:
@@ -109,7 +96,7 @@ def _problem(
 ) -> Problem:
     path = _clean_loc(data, tuple(err["loc"]))
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    shown = _show(path, value, env_paths)
+    shown = show_value(path, value, env_paths)
     if kind == "extra_forbidden":
         allowed = _allowed_keys(data, path[:-1])
         near = difflib.get_close_matches(str(path[-1]), allowed, n=1)
@@ -123,7 +110,7 @@ def _problem(
         path = (*path, "type")
         expected = ", ".join(PROVIDER_TYPES)
         message = (
-            f"{_show(path, ctx.get('tag'), env_paths)} is not one of {expected}"
+            f"{show_value(path, ctx.get('tag'), env_paths)} is not one of {expected}"
             if kind == "union_tag_invalid"
             else f"is required but missing; give one of {expected}"
         )

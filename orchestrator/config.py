@@ -31,6 +31,7 @@ from typing import Any
 from orchestrator._config_build import build_agents, build_providers, build_workflows
 from orchestrator._config_env import check_secrets, expand_env
 from orchestrator._config_errors import ConfigError, Problem
+from orchestrator._config_scrub import EnvValues
 from orchestrator._config_source import read_source
 from orchestrator._config_validate import validate
 from orchestrator.fallback import FallbackAgent
@@ -86,9 +87,10 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     check_secrets(src)
     data, env_paths = expand_env(src, environ)
     spec = validate(src, data, env_paths)
-    built = build_providers(src, spec)
-    agents = build_agents(src, spec, built)
-    workflows = build_workflows(src, spec, agents, built)
+    env = EnvValues(data, env_paths)
+    built = build_providers(src, spec, env)
+    agents = build_agents(src, spec, built, env)
+    workflows = build_workflows(src, spec, agents, built, env)
     return Config(
         path=src.file,
         providers=built,

@@ -293,6 +293,9 @@ def test_only_values_from_the_environment_are_converted(tmp_path: Path) -> None:
         f"{path}:7: providers.o.allow_insecure_http: the value of ${{INSECURE}} is not true "
         "or false",
     ]
+    lines = str(error_of(path, {**env, "INSECURE": "off"})).splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{path}:8: providers.o.base_url: 'http://10.0.0.5/v1' is a plain")
 
 
 def test_reference_needs_exactly_one_target(tmp_path: Path, hooks: str) -> None:
@@ -433,11 +436,109 @@ def test_provider_constructor_errors_are_located(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "chain.yaml",
-        "providers:\n  x:\n    type: openai\n    model: m\n    base_url: http://example.com/v1\n",
+        "providers:\n  x:\n    type: openai\n    model: m\n    base_url: http://example.com/v1\n"
+        "  y: {type: http, url: 'ftp://files.example/x'}\n"
+        "  c: {type: codex, api_key_env: 'not a name'}\n",
     )
-    err = str(error_of(path))
-    assert err.startswith(f"{path}:2: providers.x: OpenAIChat.base_url='http://example.com/v1' ")
-    assert "use an https:// URL" in err
+    assert str(error_of(path)).splitlines() == [
+        f"{path}:5: providers.x.base_url: 'http://example.com/v1' is a plain http:// URL to "
+        "another machine, which would send credentials in clear text; use an https:// URL, or "
+        "set allow_insecure_http: true on this provider if the network is trusted",
+        f"{path}:6: providers.y.url: 'ftp://files.example/x' is not an http(s) URL; give e.g. "
+        "'https://api.example.com/v1'",
+        f"{path}:7: providers.c.api_key_env: 'not a name' must be an environment variable name",
+    ]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "base_url: http://127.0.0.1:8080/v1",
+        "base_url: http://localhost/v1",
+        "base_url: 'http://[::1]:9/v1'",
+        "{base_url: http://10.0.0.5/v1, allow_insecure_http: true}",
+    ],
+)
+def test_plain_http_to_this_machine_or_when_allowed_is_accepted(tmp_path: Path, entry: str) -> None:
+    if entry.startswith("{"):
+        entry = entry.strip("{}").replace(", ", "\n    ")
+    path = write(
+        tmp_path, "chain.yaml", f"providers:\n  x:\n    type: openai\n    model: m\n    {entry}\n"
+    )
+    assert list(load_config(path, environ={}).providers) == ["x"]
+
+
+ENV_URLS = {
+    "GATEWAY_URL": "http://gw.corp.example/v1?api_key=TOPSECRET-123",
+    "HOOK_URL": "http://bot:hunter2pass@hooks.corp.example/complete",
+    "OPENAI_API_KEY": "sk-x",
+    "HOOK_TOKEN": "t",
+    "KEYVAR": "not-a-name=TOPSECRET-123",
+}
+
+
+def test_environment_values_never_appear_in_constructor_errors(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        """
+        providers:
+          gw:
+            type: openai
+            model: gpt-4o-mini
+            base_url: "${GATEWAY_URL}"
+            api_key: "${OPENAI_API_KEY}"
+          hook:
+            type: http
+            url: "${HOOK_URL}"
+            headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
+          c:
+            type: codex
+            api_key_env: "${KEYVAR}"
+        """,
+    )
+    err = str(error_of(path, ENV_URLS))
+    insecure = (
+        "is a plain http:// URL to another machine, which would send credentials in clear "
+        "text; use an https:// URL, or set allow_insecure_http: true on this provider if the "
+        "network is trusted"
+    )
+    assert err.splitlines() == [
+        f"{path}:5: providers.gw.base_url: the value of ${{GATEWAY_URL}} {insecure}",
+        f"{path}:9: providers.hook.url: the value of ${{HOOK_URL}} {insecure}",
+        f"{path}:13: providers.c.api_key_env: the value of ${{KEYVAR}} must be an environment "
+        "variable name",
+    ]
+    for leaked in ("TOPSECRET", "hunter2pass", "corp.example", "bot:"):
+        assert leaked not in err
+
+
+def test_constructor_messages_are_scrubbed_of_environment_values_and_url_parts() -> None:
+    from orchestrator._config_scrub import EnvValues, constructor_problem
+    from orchestrator._config_source import Source
+
+    src = Source("chain.yaml", {}, lambda path: 7)
+    value = "https://bot:hunter2pass@gw.corp.example/v1?api_key=TOPSECRET-123&x=1"
+    env = EnvValues(
+        {"providers": {"gw": {"base_url": value, "model": "m"}}},
+        {("providers", "gw", "base_url"): ("GATEWAY_URL",)},
+    )
+    keys = {"base_url": "${GATEWAY_URL}", "model": "m"}
+    # a message in another shape, naming parts of the URL (redacted or not)
+    exc = ValueError(
+        "cannot reach 'https://bot:***@gw.corp.example/v1?api_key=***&x=1' "
+        f"(from {value}); password hunter2pass, key TOPSECRET-123"
+    )
+    problem = constructor_problem(src, ("providers", "gw"), exc, keys, env)
+    assert problem.path == ("providers", "gw")
+    for leaked in ("hunter2pass", "TOPSECRET", "corp.example", value):
+        assert leaked not in problem.message
+    assert "the value of ${GATEWAY_URL}" in problem.message
+    exc = ValueError("OpenAIChat.base_url='https://bot:***@gw.corp.example/v1' is wrong")
+    problem = constructor_problem(src, ("providers", "gw"), exc, keys, env)
+    assert str(problem) == (
+        "chain.yaml:7: providers.gw.base_url: the value of ${GATEWAY_URL} is wrong"
+    )
 
 
 # -- secrets ------------------------------------------------------------------------
