@@ -12,7 +12,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orchestrator.errors import (
@@ -42,10 +42,14 @@ __all__ = [
     "map_status",
     "map_transport_error",
     "parse_retry_after",
+    "retry_hint",
     "short",
 ]
 
 MESSAGE_LIMIT = 200
+
+Secrets = Secret | Iterable[Secret] | None
+"""What the mappers mask: one key, several secrets (key, URL and header credentials), or none."""
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:
@@ -58,9 +62,9 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
     return value
 
 
-def short(text: str, key: Secret | None = None) -> str:
+def short(text: str, *secrets: Secrets) -> str:
     """``text`` with secrets masked, on one line, cut to about 200 characters."""
-    text = " ".join(scrub(text, key).split())
+    text = " ".join(scrub(text, *secrets).split())
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
 
 
@@ -117,6 +121,13 @@ def map_status(
     other 4xx ``InvalidRequest``; 1xx/3xx mean a wrong ``base_url``.
     """
     text = message or _status_reason(status)
+    if 300 <= status <= 399:
+        return UnusableError(
+            f"{text}: base_url answered a redirect ({status}), which is not followed so that "
+            "credentials stay on base_url; check base_url (scheme, host, path)",
+            provider=provider,
+            status=status,
+        )
     if status == 429:
         wait = parse_retry_after(headers)
         wait = retry_after if wait is None else wait
@@ -156,6 +167,9 @@ def error_fields(body: Any) -> tuple[str, str, str]:
 
 
 _OPENAI_QUOTA = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
+_OPENAI_QUOTA_TEXT = re.compile(
+    r"exceeded your current quota|check your plan and billing details", re.IGNORECASE
+)
 _OPENAI_GUARDRAIL = {"content_filter", "content_policy_violation"}
 _CONTEXT_TEXT = re.compile(
     r"maximum context length|context[_ ]length|context window|prompt is too long|"
@@ -165,20 +179,56 @@ _CONTEXT_TEXT = re.compile(
 )
 
 
+_TRY_AGAIN = re.compile(
+    r"try again in\s+((?:\d+(?:\.\d+)?\s*(?:ms|h|m|s)(?![a-z])\s*)+)", re.IGNORECASE
+)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def retry_hint(message: str) -> float | None:
+    """Seconds from "Please try again in 20s" / "in 1.5s" / "in 300ms" / "in 1m30s" (or None)."""
+    match = _TRY_AGAIN.search(message)
+    if match is None:
+        return None
+    parts = _DURATION_PART.findall(match.group(1))
+    return sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in parts)
+
+
 def map_openai_error(
     status: int,
     headers: Mapping[str, str],
     body: Any,
     *,
     provider: str,
-    key: Secret | None = None,
+    key: Secrets = None,
 ) -> ProviderError:
-    """An OpenAI-compatible error reply (``{"error": {message, type, param, code}}``)."""
+    """An OpenAI-compatible error reply (``{"error": {message, type, param, code}}``).
+
+    Quota is decided from ``code``/``type`` (``insufficient_quota``,
+    ``billing_*``): a per-minute 429 (``rate_limit_exceeded``) also mentions
+    billing in its text and is ``RateLimited``, waiting for the Retry-After
+    header or else the message's "try again in 20s". Only a 429 with no code
+    and no wait hint falls back to OpenAI's quota wording ("exceeded your
+    current quota", "check your plan and billing details").
+    """
     raw, etype, code = error_fields(body)
     message = short(raw, key) or None
     kind = {etype, code}
-    if kind & _OPENAI_QUOTA or (status in (402, 429) and "billing" in raw.lower()):
+    if kind & _OPENAI_QUOTA or any(k.startswith("billing_") for k in kind):
         return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
+    if status == 429 or code == "rate_limit_exceeded":
+        wait = parse_retry_after(headers)
+        hint = retry_hint(raw)
+        if not code and wait is None and hint is None and _OPENAI_QUOTA_TEXT.search(raw):
+            # No code to go by (some compatible servers): OpenAI's own quota wording.
+            return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
+        return RateLimited(
+            message or "rate limited",
+            provider=provider,
+            status=status,
+            retry_after=hint if wait is None else wait,
+        )
     if "context_length_exceeded" in kind or (status in (400, 413) and _CONTEXT_TEXT.search(raw)):
         return ContextWindowExceeded(
             message or "context too long", provider=provider, status=status
@@ -212,7 +262,7 @@ def map_anthropic_error(
     body: Any,
     *,
     provider: str,
-    key: Secret | None = None,
+    key: Secrets = None,
 ) -> ProviderError:
     """An Anthropic error (``{"type": "error", "error": {type, message}}``).
 
@@ -264,7 +314,7 @@ def map_gemini_error(
     body: Any,
     *,
     provider: str,
-    key: Secret | None = None,
+    key: Secrets = None,
 ) -> ProviderError:
     """A Gemini error (``{"error": {code, message, status, details}}``).
 

@@ -3,16 +3,30 @@
 A :class:`Secret` holds a key so that ``repr``, ``str`` and f-strings show
 ``'***'``: a provider's repr, an event or an exception message cannot leak it
 by accident. :func:`check_endpoint` refuses, at construction, a base URL to
-which a key would travel in clear text.
+which a key would travel in clear text. Credentials may also ride in a URL
+(user info, ``?token=``) or in headers: :func:`redact_url`, :func:`url_secrets`
+and :func:`header_secrets` find them so messages can mask them.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
+from collections.abc import Iterable, Mapping
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["Secret", "check_endpoint", "is_loopback", "scrub"]
+__all__ = [
+    "Secret",
+    "check_endpoint",
+    "has_url_credentials",
+    "header_secrets",
+    "is_credential_header",
+    "is_loopback",
+    "redact_url",
+    "redact_urls",
+    "scrub",
+    "url_secrets",
+]
 
 _MASK = "***"
 # Key-shaped tokens vendors echo back in error messages ("Incorrect API key provided: sk-ab***yz").
@@ -56,12 +70,122 @@ class Secret:
         return hash((Secret, self._value))
 
 
-def scrub(text: str, *secrets: Secret | None) -> str:
-    """``text`` with every given secret, and anything key-shaped, replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret.reveal(), _MASK)
+def scrub(text: str, *secrets: Secret | Iterable[Secret] | None) -> str:
+    """``text`` with every given secret, and anything key-shaped, replaced by ``***``.
+
+    Each argument is a :class:`Secret`, None, or an iterable of secrets (as
+    :func:`url_secrets` and :func:`header_secrets` return, longest first).
+    """
+    for item in secrets:
+        if isinstance(item, Secret):
+            if item:
+                text = text.replace(item.reveal(), _MASK)
+        elif item is not None:
+            for secret in item:
+                if secret:
+                    text = text.replace(secret.reveal(), _MASK)
     return _KEY_PATTERN.sub(_MASK, text)
+
+
+# Query parameters that carry credentials (signed URLs, webhook tokens, API keys).
+_CREDENTIAL_PARAM = re.compile(
+    r"token|secret|passw|passwd|pwd|api[-_]?key|apikey|signature|credential|auth|session"
+    r"|^(?:key|sig|code|x-amz-security-token)$|[-_.]key$|[-_.]sig$",
+    re.IGNORECASE,
+)
+# Header names whose values are credentials.
+_CREDENTIAL_HEADER = re.compile(r"key|token|secret|auth|cookie|passw|signature", re.IGNORECASE)
+_MIN_SECRET = 4  # shorter values would mask ordinary words in messages
+_URL_IN_TEXT = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _secrets(values: Iterable[str]) -> tuple[Secret, ...]:
+    """Distinct values of at least ``_MIN_SECRET`` characters as secrets, longest first."""
+    kept = {v for v in values if len(v) >= _MIN_SECRET}
+    return tuple(Secret(v) for v in sorted(kept, key=len, reverse=True))
+
+
+def url_secrets(url: str) -> tuple[Secret, ...]:
+    """The credentials a URL carries: user info and credential-like query values.
+
+    Both the raw and the percent-decoded forms are returned, longest first, so a
+    message quoting either is masked.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ()
+    values: list[str] = []
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    if userinfo:
+        values.append(userinfo)
+        values.extend(p for p in userinfo.split(":", 1))
+    for name, value in _query_pairs(parts.query):
+        if _CREDENTIAL_PARAM.search(unquote_plus(name)):
+            values.append(value)
+    values.extend([unquote_plus(v) for v in values])
+    return _secrets(values)
+
+
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    """The raw (still percent-encoded) ``name=value`` pairs of a query string."""
+    pairs = []
+    for item in query.split("&"):
+        name, _, value = item.partition("=")
+        if name:
+            pairs.append((name, value))
+    return pairs
+
+
+def has_url_credentials(url: str) -> bool:
+    """True when ``url`` carries user info or a credential-like query parameter."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if "@" in parts.netloc:
+        return True
+    return any(_CREDENTIAL_PARAM.search(unquote_plus(n)) for n, _ in _query_pairs(parts.query))
+
+
+def is_credential_header(name: str) -> bool:
+    """True for headers whose value is a credential (Authorization, x-api-key, *token*...)."""
+    return bool(_CREDENTIAL_HEADER.search(name))
+
+
+def header_secrets(headers: Mapping[str, str]) -> tuple[Secret, ...]:
+    """The values of credential headers, and the token after a scheme ("Bearer t" gives t too)."""
+    values: list[str] = []
+    for name, value in headers.items():
+        if is_credential_header(name) and isinstance(value, str):
+            values.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.isalpha():
+                values.append(token.strip())
+    return _secrets(values)
+
+
+def redact_url(url: str) -> str:
+    """``scheme://host:port/path`` of ``url``: no user info, query or fragment."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<unparseable URL>"
+    if not parts.netloc:  # not scheme://host...: cut query, fragment and "user:pw@"
+        return url.split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every URL in it cut down by :func:`redact_url`."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
 
 
 def is_loopback(host: str) -> bool:
@@ -80,15 +204,23 @@ def check_endpoint(url: str, *, field: str, allow_insecure_http: bool) -> str:
 
     Credentials only travel over https, or plain http to loopback; any other
     ``http://`` URL raises ``ValueError`` unless ``allow_insecure_http=True``.
+    Messages show the URL without user info or query (see :func:`redact_url`).
     """
-    parts = urlsplit(url)
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValueError(
+            f"{field}={shown!r} is not a valid URL; give e.g. 'https://api.example.com/v1'"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
-            f"{field}={url!r} is not an http(s) URL; give e.g. 'https://api.example.com/v1'"
+            f"{field}={shown!r} is not an http(s) URL; give e.g. 'https://api.example.com/v1'"
         )
     if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
         raise ValueError(
-            f"{field}={url!r} would send credentials in clear text to {parts.hostname}: "
+            f"{field}={shown!r} would send credentials in clear text to {parts.hostname}: "
             "use an https:// URL, or pass allow_insecure_http=True if this network is trusted"
         )
     return url.rstrip("/")

@@ -346,3 +346,66 @@ def test_map_transport_error() -> None:
 def test_short_masks_key_shaped_strings_and_flattens_lines() -> None:
     assert short("key sk-proj-ABCDEFGH1234 bad\n\nline") == "key *** bad line"
     assert short("AIzaSyA-abcdefghijk nope") == "*** nope"
+
+
+# -- OpenAI: per-minute rate limits mention billing too ---------------------------------------
+
+_RPM_MESSAGE = (
+    "Rate limit reached for default-gpt-3.5-turbo in organization org-xxx on requests per min. "
+    "Limit: 3 / min. Please try again in 20s. Contact us through our help center at "
+    "help.openai.com if you continue to have issues. Please add a payment method to your "
+    "account to increase your rate limit. Visit https://platform.openai.com/account/billing "
+    "to add a payment method."
+)
+
+
+@pytest.mark.parametrize(
+    ("headers", "message", "wait"),
+    [
+        ({"retry-after": "20"}, _RPM_MESSAGE, 20.0),
+        ({}, _RPM_MESSAGE, 20.0),
+        ({}, "Rate limit reached. Please try again in 1.5s. Visit .../account/billing", 1.5),
+        ({}, "Rate limit reached on tokens per min. Please try again in 300ms.", 0.3),
+        ({}, "Please try again in 1m30s. See billing.", 90.0),
+        ({"retry-after-ms": "250"}, "Please try again in 20s.", 0.25),
+        ({}, "Rate limit reached; billing plan upgrade available", None),
+    ],
+)
+def test_openai_rate_limit_mentioning_billing_is_rate_limited(
+    headers: dict[str, str], message: str, wait: float | None
+) -> None:
+    body = openai_body(message, "requests", "rate_limit_exceeded")
+    err = map_openai_error(429, headers, body, provider="openai:m")
+    assert type(err) is E.RateLimited
+    assert err.retry_after == pytest.approx(wait) if wait is not None else err.retry_after is None
+
+
+@pytest.mark.parametrize(
+    "code", ["insufficient_quota", "billing_hard_limit_reached", "billing_not_active"]
+)
+def test_openai_quota_is_decided_by_code(code: str) -> None:
+    body = openai_body("Please try again in 20s. You exceeded your quota.", "requests", code)
+    assert type(map_openai_error(429, {"retry-after": "20"}, body, provider="p")) is (
+        E.QuotaExhausted
+    )
+
+
+def test_openai_429_with_a_wait_and_no_code_is_rate_limited_even_with_quota_words() -> None:
+    body = openai_body("check your plan and billing details", "requests", None)
+    err = map_openai_error(429, {"retry-after": "3"}, body, provider="p")
+    assert type(err) is E.RateLimited and err.retry_after == 3.0
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_redirect_status_means_check_base_url(status: int) -> None:
+    err = map_status(status, {"location": "https://elsewhere.example/x"}, None, provider="p")
+    assert type(err) is E.UnusableError and "check base_url" in str(err)
+    assert "elsewhere" not in str(err)
+
+
+def test_mappers_mask_every_given_secret() -> None:
+    secrets = (Secret("gsk_first_secret_1"), Secret("second-secret-2"))
+    body = openai_body("keys gsk_first_secret_1 and second-secret-2 rejected", code="bad")
+    err = map_openai_error(401, {}, body, provider="p", key=secrets)
+    assert "first_secret" not in str(err) and "second-secret" not in str(err)
+    assert short("a gsk_first_secret_1 b", secrets) == "a *** b"
