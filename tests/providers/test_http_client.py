@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import warnings
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +47,35 @@ def test_shared_client_survives_repeated_asyncio_run(sim: SimulatedServer) -> No
     gc.collect()
     assert len(_client._shared) == 0  # closed and forgotten at each loop's shutdown
     assert all(t._session.closed for t in seen)
+
+
+def test_loop_closed_without_shutdown_asyncgens_frees_its_client(
+    sim: SimulatedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # run_until_complete + close (no shutdown_asyncgens): the entry must not keep the
+    # loop alive, and the orphaned session is closed without "Unclosed client session".
+    provider = OpenAIChat("m", base_url=sim.openai_url, api_key="k")
+    refs: list[weakref.ref[Any]] = []
+    for _ in range(3):
+        loop = asyncio.new_event_loop()
+        assert loop.run_until_complete(provider.complete(Request("hi"))).text
+        refs.append(weakref.ref(loop.run_until_complete(_current_session())))
+        loop.close()
+        refs.append(weakref.ref(loop))
+        del loop
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # sockets: closed when collected
+        gc.collect()
+    assert [r() for r in refs] == [None] * 6  # loops and sessions collected
+    assert len(_client._shared) == 0
+    assert "Unclosed client session" not in caplog.text
+    assert "Unclosed connector" not in caplog.text
+
+
+async def _current_session() -> aiohttp.ClientSession:
+    session = shared_client()._session  # type: ignore[attr-defined]
+    assert isinstance(session, aiohttp.ClientSession)
+    return session
 
 
 async def test_close_shared_client_then_reuse(sim: SimulatedServer) -> None:
@@ -118,6 +149,34 @@ def test_sse_decoder_keeps_complete_lines_but_drops_a_half_line_at_the_end() -> 
     decoder = SSEDecoder()
     decoder.feed(b'data: {"cut')
     assert decoder.close() == []
+
+
+def _decode(chunks: list[bytes]) -> list[tuple[str, str, bool]]:
+    decoder = SSEDecoder()
+    events = [e for c in chunks for e in decoder.feed(c)] + decoder.close()
+    return [(e.event, e.data, e.complete) for e in events]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"data: one\r\rdata: two\r\r", [("message", "one", True), ("message", "two", True)]),
+        (b"data: a\r\ndata: b\r\n\r\n", [("message", "a\nb", True)]),
+        (b"data: a\rdata: b\n\r\n", [("message", "a\nb", True)]),
+        (b"\xef\xbb\xbfdata: x\n\n", [("message", "x", True)]),
+        (b"\xef\xbbdata: x\n\n", []),  # not a whole BOM: the field name is not "data"
+        (b'data: {"a":\ndata: 1', [("message", '{"a":', False)]),
+        (b'data: {"choices": []}\n', [("message", '{"choices": []}', False)]),
+    ],
+)
+def test_sse_decoder_line_endings_bom_and_eof_at_every_split(
+    raw: bytes, expected: list[tuple[str, str, bool]]
+) -> None:
+    assert _decode([raw]) == expected
+    for i in range(1, len(raw)):
+        assert _decode([raw[:i], raw[i:]]) == expected, i
+    assert _decode([raw[i : i + 1] for i in range(len(raw))]) == expected
+    assert _decode([b"", raw, b""]) == expected
 
 
 def test_sse_decoder_multibyte_split() -> None:
