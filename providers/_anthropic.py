@@ -15,7 +15,14 @@ from typing import Any
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from providers._errors_map import map_anthropic_error
-from providers._http_base import Missing, VendorProvider, dig, load_json, schema_name
+from providers._http_base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    load_json,
+    schema_name,
+)
 from providers._secret import Secret
 
 __all__ = ["AnthropicMessages"]
@@ -89,7 +96,7 @@ class AnthropicMessages(VendorProvider):
         return {"x-api-key": key.reveal(), "anthropic-version": self.anthropic_version}
 
     def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
-        return map_anthropic_error(status, headers, body, provider=self.name, key=self._key)
+        return map_anthropic_error(status, headers, body, provider=self.name, key=self.secrets())
 
     def payload(self, request: Request, *, stream: bool) -> tuple[dict[str, Any], _Prefill]:
         """The Messages request body, and the prefill bookkeeping for the reply."""
@@ -167,7 +174,7 @@ class AnthropicMessages(VendorProvider):
         data = await self.post_json(self._url, payload)
         try:
             return self.parse(data, request.json_schema is not None, prefill)
-        except Missing as exc:
+        except BAD_SHAPE as exc:
             raise self.invalid(exc) from exc
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
@@ -190,7 +197,8 @@ class AnthropicMessages(VendorProvider):
                 done = True
                 break
             if kind == "error":
-                raise map_anthropic_error(None, {}, data, provider=self.name, key=self._key)
+                raise map_anthropic_error(None, {}, data, provider=self.name, key=self.secrets())
+            text = ""
             try:
                 if kind == "message_start":
                     message = dig(data, "message", what="stream event")
@@ -204,17 +212,17 @@ class AnthropicMessages(VendorProvider):
                     piece = delta.get("partial_json") if json_mode else delta.get("text")
                     text = piece if isinstance(piece, str) else ""
                     text = text if json_mode else prefill.new_text(text)
-                    if text:
-                        parts.append(text)
-                        yield text
                 elif kind == "message_delta":
                     stop = dig(data, "delta", what="stream event").get("stop_reason") or stop
                     if stop == "refusal":
                         raise _refusal(self.name)
                     usage = data.get("usage") or {}
                     output_tokens = int(usage.get("output_tokens") or output_tokens)
-            except Missing as exc:
+            except BAD_SHAPE as exc:
                 raise self.invalid(exc) from exc
+            if text:
+                parts.append(text)
+                yield text
         if not done:
             raise StreamInterrupted(
                 f"stream ended after {len(parts)} chunks without message_stop", provider=self.name

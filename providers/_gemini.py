@@ -16,7 +16,7 @@ from typing import Any
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from providers._errors_map import map_gemini_error
-from providers._http_base import Missing, VendorProvider, dig, load_json
+from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json
 from providers._http_schema import gemini_schema
 from providers._secret import Secret
 
@@ -95,7 +95,7 @@ class GeminiGenerate(VendorProvider):
         return {"x-goog-api-key": key.reveal()}
 
     def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
-        return map_gemini_error(status, headers, body, provider=self.name, key=self._key)
+        return map_gemini_error(status, headers, body, provider=self.name, key=self.secrets())
 
     def payload(self, request: Request) -> dict[str, Any]:
         """The generateContent request body for ``request``."""
@@ -151,7 +151,7 @@ class GeminiGenerate(VendorProvider):
         data = await self.post_json(self._url, self.payload(request))
         try:
             return self.parse(data)
-        except Missing as exc:
+        except BAD_SHAPE as exc:
             raise self.invalid(exc) from exc
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
@@ -171,25 +171,26 @@ class GeminiGenerate(VendorProvider):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in data:
                 code = dig_code(data)
-                raise map_gemini_error(code, {}, data, provider=self.name, key=self._key)
-            self._check_blocked(data)
-            usage = _usage(data) or usage
-            model = data.get("modelVersion") or model
-            candidates = data.get("candidates")
-            candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
-            if not isinstance(candidate, Mapping):
-                continue
-            content = candidate.get("content")
-            if isinstance(content, Mapping) and "parts" in content:
-                saw_content = True
-                try:
+                raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
+            try:
+                self._check_blocked(data)
+                usage = _usage(data) or usage
+                model = data.get("modelVersion") or model
+                candidates = data.get("candidates")
+                candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
+                if not isinstance(candidate, Mapping):
+                    continue
+                content = candidate.get("content")
+                text = ""
+                if isinstance(content, Mapping) and "parts" in content:
+                    saw_content = True
                     text = _text(content["parts"])
-                except Missing as exc:
-                    raise self.invalid(exc) from exc
-                if text:
-                    parts.append(text)
-                    yield text
-            finish = candidate.get("finishReason") or finish
+                finish = candidate.get("finishReason") or finish
+            except BAD_SHAPE as exc:
+                raise self.invalid(exc) from exc
+            if text:
+                parts.append(text)
+                yield text
         if finish is None:
             raise StreamInterrupted(
                 f"stream ended after {len(parts)} chunks without finishReason", provider=self.name

@@ -4,7 +4,9 @@ Vendor modules (``_openai``, ``_anthropic``, ``_gemini``) subclass
 :class:`VendorProvider` and supply the payload, the reply parsing and the
 error mapping; this module owns the boundary: every failure leaves here as a
 class of :mod:`orchestrator.errors`, with the library's exception as
-``__cause__``, and no message holds the key or the prompt.
+``__cause__``, and no message holds the key (the one actually sent, given or
+read from the environment), a credential of the URL or of a credential
+header, or the prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from orchestrator._request import Response, Usage
-from orchestrator.errors import AuthenticationFailed, InvalidOutput, ProviderError
+from orchestrator.errors import (
+    AuthenticationFailed,
+    InvalidOutput,
+    ProviderError,
+    StreamInterrupted,
+    UnusableError,
+)
 from providers._client import (
     Transport,
     TransportError,
@@ -25,10 +33,11 @@ from providers._client import (
     to_transport,
 )
 from providers._errors_map import map_transport_error, short
-from providers._secret import Secret, check_endpoint
+from providers._secret import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from providers._sse import SSEEvent, sse_events
 
 __all__ = [
+    "BAD_SHAPE",
     "Missing",
     "VendorProvider",
     "cost_of",
@@ -44,6 +53,11 @@ ErrorMapper = Callable[..., ProviderError]
 
 class Missing(Exception):
     """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
+
+
+BAD_SHAPE = (Missing, TypeError, ValueError, AttributeError, KeyError, IndexError)
+"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``...):
+providers catch these around parsing and raise ``InvalidOutput`` from them."""
 
 
 def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
@@ -141,10 +155,21 @@ class VendorProvider:
             preload_transport()
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
+        self._display_url = redact_url(self.base_url)
+        # Credentials besides the key, masked in every message: the URL's user info and
+        # credential query values, and credential extra headers (Authorization, *key*...).
+        self._fixed_secrets = url_secrets(self.base_url) + header_secrets(self._extra_headers)
 
     def __repr__(self) -> str:
         cls = type(self).__name__
-        return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self.base_url!r})"
+        return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self._display_url!r})"
+
+    def secrets(self) -> tuple[Secret, ...]:
+        """What messages must mask: the key last sent (given or from the environment),
+        the key given, and the URL's and extra headers' credentials."""
+        sent = self._headers[0] if self._headers is not None else None
+        keys = tuple(k for k in (sent, self._key) if k)
+        return keys + self._fixed_secrets
 
     # -- hooks for the vendor modules ----------------------------------------
 
@@ -183,15 +208,14 @@ class VendorProvider:
         self._headers = (key, headers)
         return headers
 
-    def response(
-        self, text: str, usage: Usage | None, model: str | None, finish_reason: str | None
-    ) -> Response:
-        """The final Response, with the cost when ``price`` is set."""
+    def response(self, text: str, usage: Usage | None, model: Any, finish_reason: Any) -> Response:
+        """The final Response, with the cost when ``price`` is set (``model`` and
+        ``finish_reason`` as the reply gave them: kept only when strings)."""
         return Response(
             text=text,
             usage=usage,
-            model=model or self.model,
-            finish_reason=finish_reason,
+            model=model if isinstance(model, str) and model else self.model,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             cost_usd=cost_of(usage, self.price),
         )
 
@@ -202,9 +226,12 @@ class VendorProvider:
             return None
 
     def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
+        detail = short(str(exc), self.secrets())
+        if exc.refused:
+            return UnusableError(detail, provider=self.name)
         return map_transport_error(
             exc.timed_out,
-            short(str(exc), self._key),
+            detail,
             provider=self.name,
             timeout=self.timeout,
             streaming=streaming and exc.after_headers,
@@ -225,7 +252,8 @@ class VendorProvider:
     async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
         """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
 
-        A transport failure after the reply started is ``StreamInterrupted``.
+        A transport failure after the reply started is ``StreamInterrupted``, and
+        so is a body that ends inside an event whose data is not whole JSON.
         """
         headers = self.request_headers()
         transport = self._transport or shared_client()
@@ -237,13 +265,36 @@ class VendorProvider:
                     body = await reply.read()
                     raise self.map_error(reply.status, reply.headers, self._error_body(body))
                 async for event in sse_events(reply.chunks()):
+                    if not event.complete and not _whole(event.data):
+                        raise StreamInterrupted(
+                            "stream ended inside an event (no blank line after its data)",
+                            provider=self.name,
+                        )
                     yield event
         except TransportError as exc:
             raise self._transport_failure(exc, streaming=True) from (exc.__cause__ or exc)
 
-    def invalid(self, exc: Missing) -> InvalidOutput:
-        """``InvalidOutput`` for a reply missing a field (raise it ``from exc``)."""
-        return InvalidOutput(str(exc), provider=self.name)
+    def invalid(self, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
+        :data:`BAD_SHAPE`; raise it ``from exc``)."""
+        if isinstance(exc, Missing):
+            return InvalidOutput(str(exc), provider=self.name)
+        return InvalidOutput(
+            f"reply has an unexpected shape ({type(exc).__name__}: "
+            f"{short(str(exc), self.secrets())})",
+            provider=self.name,
+        )
+
+
+def _whole(data: str) -> bool:
+    """True when an event's data is complete: valid JSON or the ``[DONE]`` marker."""
+    if data == "[DONE]":
+        return True
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
 
 
 def schema_name(name: str | None) -> str:

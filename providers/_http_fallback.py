@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import (
@@ -22,6 +22,7 @@ from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
     ProviderError,
+    UnusableError,
 )
 from providers._client import (
     Transport,
@@ -32,7 +33,14 @@ from providers._client import (
 )
 from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
 from providers._http_base import cost_of, load_json, seconds, validate_price
-from providers._secret import check_endpoint
+from providers._secret import (
+    Secret,
+    check_endpoint,
+    has_url_credentials,
+    header_secrets,
+    redact_url,
+    url_secrets,
+)
 
 __all__ = ["HTTPFallback"]
 
@@ -43,14 +51,6 @@ HeadersArg = (
     | None
 )
 _ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
-
-
-def _display_url(url: str) -> str:
-    """``url`` without query, fragment or user info: safe to put in a message."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def handover_payload(request: Request) -> dict[str, Any]:
@@ -79,8 +79,9 @@ class HTTPFallback:
     every request, for fresh tokens). ``read_text(json) -> str`` reads another
     reply shape. A non-2xx reply raises the taxonomy error for its status,
     naming the status and the URL; a reply without a string ``text`` is
-    ``InvalidOutput``. Headers travel only over https or to loopback unless
-    ``allow_insecure_http=True``.
+    ``InvalidOutput``. Credentials (``headers=``, or user info / a token
+    query parameter in ``url``) travel only over https or to loopback unless
+    ``allow_insecure_http=True``; their values are masked in every message.
     """
 
     def __init__(
@@ -100,7 +101,8 @@ class HTTPFallback:
         self.url = check_endpoint(
             url,
             field="HTTPFallback.url",
-            allow_insecure_http=allow_insecure_http or headers is None,
+            allow_insecure_http=allow_insecure_http
+            or (headers is None and not has_url_credentials(url)),
         )
         if headers is not None and not (isinstance(headers, Mapping) or callable(headers)):
             raise TypeError(
@@ -109,7 +111,10 @@ class HTTPFallback:
             )
         self._headers = headers
         self._read_text = read_text
-        self._display = _display_url(self.url)
+        self._display = redact_url(self.url)
+        self._fixed_secrets = url_secrets(self.url) + (
+            header_secrets(headers) if isinstance(headers, Mapping) else ()
+        )
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self.name = name or f"http:{host}"
@@ -141,15 +146,25 @@ class HTTPFallback:
             ) from exc
         return headers
 
-    def _error(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
+    def _secrets(self, sent: Mapping[str, str]) -> tuple[Secret, ...]:
+        """The URL's credentials and the credential headers' values actually sent."""
+        if isinstance(self._headers, Mapping):
+            return self._fixed_secrets
+        return header_secrets(sent) + self._fixed_secrets
+
+    def _error(
+        self, status: int, headers: Mapping[str, str], body: bytes, secrets: tuple[Secret, ...]
+    ) -> ProviderError:
         # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
         # convention; its hints (quota, context length) refine the status.
         try:
             parsed = json.loads(body)
         except ValueError:
             parsed = None
-        err = map_openai_error(status, headers, parsed, provider=self.name)
-        vendor = short(error_fields(parsed)[0])
+        err = map_openai_error(status, headers, parsed, provider=self.name, key=secrets)
+        vendor = short(error_fields(parsed)[0], secrets)
+        if 300 <= status <= 399:
+            vendor = "a redirect, not followed so that credentials stay on url; check url"
         err.message = f"POST {self._display} answered {status}" + (f": {vendor}" if vendor else "")
         err.args = (err.message,)
         return err
@@ -178,11 +193,18 @@ class HTTPFallback:
                 provider=self.name,
             )
         usage = data.get("usage") if isinstance(data, Mapping) else None
-        use = (
-            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
-            if isinstance(usage, Mapping)
-            else None
-        )
+        try:
+            use = (
+                Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+                if isinstance(usage, Mapping)
+                else None
+            )
+        except (TypeError, ValueError) as exc:
+            raise InvalidOutput(
+                f"the reply's usage is not token counts ({type(exc).__name__}; "
+                f"from {self._display}): give integer input_tokens/output_tokens",
+                provider=self.name,
+            ) from exc
         model = data.get("model") if isinstance(data, Mapping) else None
         return Response(
             text=text,
@@ -199,11 +221,16 @@ class HTTPFallback:
         try:
             reply = await transport.post(self.url, headers, body, self.timeout)
         except TransportError as exc:
-            raise map_transport_error(
-                exc.timed_out, short(str(exc)), provider=self.name, timeout=self.timeout
+            detail = short(str(exc), self._secrets(headers))
+            raise (
+                UnusableError(detail, provider=self.name)
+                if exc.refused
+                else map_transport_error(
+                    exc.timed_out, detail, provider=self.name, timeout=self.timeout
+                )
             ) from (exc.__cause__ or exc)
         if not 200 <= reply.status < 300:
-            raise self._error(reply.status, reply.headers, reply.body)
+            raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
         return self._parse(load_json(reply.body, provider=self.name))
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:

@@ -20,7 +20,14 @@ from orchestrator.errors import (
     StreamInterrupted,
 )
 from providers._errors_map import map_openai_error, short
-from providers._http_base import Missing, VendorProvider, dig, load_json, schema_name
+from providers._http_base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    load_json,
+    schema_name,
+)
 from providers._secret import Secret
 
 __all__ = ["OpenAIChat"]
@@ -83,7 +90,7 @@ class OpenAIChat(VendorProvider):
         return {"authorization": f"Bearer {key.reveal()}"}
 
     def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
-        return map_openai_error(status, headers, body, provider=self.name, key=self._key)
+        return map_openai_error(status, headers, body, provider=self.name, key=self.secrets())
 
     def payload(self, request: Request, *, stream: bool) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
@@ -142,8 +149,28 @@ class OpenAIChat(VendorProvider):
         data = await self.post_json(self._url, self.payload(request, stream=False))
         try:
             return self.parse(data)
-        except Missing as exc:
+        except BAD_SHAPE as exc:
             raise self.invalid(exc) from exc
+
+    def _deltas(
+        self, chunk: Mapping[str, Any], finish: str | None
+    ) -> tuple[list[str], bool, str | None]:
+        """(texts, saw a first choice, finish_reason so far) of one stream chunk."""
+        texts: list[str] = []
+        saw = False
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            saw = True
+            delta = choice.get("delta") or {}
+            refused = self._refused(choice.get("finish_reason"), delta.get("refusal"))
+            if refused is not None:
+                raise refused
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                texts.append(text)
+            finish = choice.get("finish_reason") or finish
+        return texts, saw, finish
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text deltas as they arrive, then the final Response.
@@ -165,22 +192,17 @@ class OpenAIChat(VendorProvider):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in chunk:
                 code = dig_status(chunk)
-                raise map_openai_error(code, {}, chunk, provider=self.name, key=self._key)
-            usage = _usage(chunk) or usage
-            model = chunk.get("model") or model
-            for choice in chunk.get("choices") or ():
-                if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                    continue
-                saw_choice = True
-                delta = choice.get("delta") or {}
-                refused = self._refused(choice.get("finish_reason"), delta.get("refusal"))
-                if refused is not None:
-                    raise refused
-                text = delta.get("content")
-                if isinstance(text, str) and text:
-                    parts.append(text)
-                    yield text
-                finish = choice.get("finish_reason") or finish
+                raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
+            try:
+                usage = _usage(chunk) or usage
+                model = chunk.get("model") or model
+                texts, saw, finish = self._deltas(chunk, finish)
+            except BAD_SHAPE as exc:
+                raise self.invalid(exc) from exc
+            saw_choice = saw_choice or saw
+            for text in texts:
+                parts.append(text)
+                yield text
         if not done and finish is None:
             raise StreamInterrupted(
                 f"stream ended after {len(parts)} chunks without finish_reason or [DONE]",
