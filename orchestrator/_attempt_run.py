@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
     from orchestrator.fallback import FallbackAgent
 
-__all__ = ["AttemptRunner", "call_hook", "schema_adapter", "schema_json"]
+__all__ = ["PREFIX_CHARS", "AttemptRunner", "call_hook", "schema_adapter", "schema_json"]
+
+#: Request metadata key: how many streamed chars the hand-over request already carries
+#: as its trailing assistant message (so the hook's redaction of them is kept).
+PREFIX_CHARS = "stream_prefix_chars"
 
 
 async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
@@ -121,9 +125,7 @@ class AttemptRunner:
             own = t0 + self.attempt_limit
             deadline = own if deadline is None or own < deadline else deadline
         if self.delivered and self.mode == "continue":
-            request = request.replace(
-                messages=[*request.messages, Message("assistant", "".join(self.delivered))]
-            )
+            request = self._with_prefix(request)
         response: Response | None = None
         error: BaseException | None = None
         try:
@@ -163,6 +165,19 @@ class AttemptRunner:
                 provider=child.name,
             )
         return response
+
+    def _with_prefix(self, request: Request) -> Request:
+        """Ask to continue from the text already streamed (sent as the assistant's prefix)."""
+        text = "".join(self.delivered)
+        seen = request.metadata.get(PREFIX_CHARS)
+        msgs = list(request.messages)
+        if isinstance(seen, int) and msgs and msgs[-1].role == "assistant":
+            # before_fallback saw (and may have redacted) the prefix up to ``seen`` chars:
+            # keep its version and add only what was streamed since.
+            msgs[-1] = Message("assistant", msgs[-1].content + text[seen:])
+        else:
+            msgs.append(Message("assistant", text))
+        return request.replace(messages=msgs)
 
     def _timeout_error(self, name: str, now: float) -> ProviderTimeout:
         if self.deadline is not None and now >= self.deadline:

@@ -14,9 +14,9 @@ from tenacity import AsyncRetrying, RetryCallState
 
 from orchestrator import events
 from orchestrator._attempt import Attempt
-from orchestrator._attempt_run import AttemptRunner, call_hook, schema_json
+from orchestrator._attempt_run import PREFIX_CHARS, AttemptRunner, call_hook, schema_json
 from orchestrator._classify import describe, reason_of
-from orchestrator._request import Request
+from orchestrator._request import Message, Request
 from orchestrator._result import Result, Stop
 from orchestrator.errors import (
     FallbackError,
@@ -129,6 +129,14 @@ class Run(AttemptRunner):
             raise _DeadlinePassed
         reason = reason_of(error)
         request = self.request
+        if agent.before_fallback is not None and self.delivered and self.mode == "continue":
+            # The streamed text leaves for the next provider too: show it to the hook as the
+            # trailing assistant message, so it can be redacted like the rest.
+            prefix = "".join(self.delivered)
+            request = request.replace(
+                messages=[*request.messages, Message("assistant", prefix)],
+                metadata={**request.metadata, PREFIX_CHARS: len(prefix)},
+            )
         if agent.before_fallback is not None:
             # A deep copy: redaction must never change the caller's request.
             decision = await call_hook(

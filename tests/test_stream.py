@@ -107,3 +107,33 @@ async def test_leaving_early_cancels_the_run_and_leaks_nothing() -> None:
             break
     assert closed.is_set()
     assert asyncio.all_tasks() == before
+
+
+async def test_before_fallback_redacts_the_streamed_prefix_too() -> None:
+    got: list[list[tuple[str, str]]] = []
+
+    async def b(req: Request) -> AsyncIterator[str]:
+        got.append([(m.role, m.content) for m in req.messages])
+        yield " done"
+
+    def redact(req: Request, why: str) -> Request:
+        return req.replace(
+            messages=[
+                {"role": m.role, "content": m.content.replace("bob@example.com", "[email]")}
+                for m in req.messages
+            ]
+        )
+
+    agent = FallbackAgent(
+        [
+            gen("a", ["mail bob@example.com", " now"], StreamInterrupted("cut")),
+            FunctionProvider(b, name="b"),
+        ],
+        max_retries=0,
+        mid_stream="continue",
+        before_fallback=redact,
+    )
+    chunks, result = await collect(agent)
+    assert chunks == ["mail bob@example.com", " now", " done"]  # the consumer saw the original
+    assert got == [[("user", "x"), ("assistant", "mail [email] now")]]
+    assert result.text == "mail bob@example.com now done"  # type: ignore[attr-defined]
