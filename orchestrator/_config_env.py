@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orchestrator._config_errors import ConfigError, Path, Problem
 from orchestrator._config_source import Source
+from providers._secret import KEY_SHAPED as _KEY_SHAPED
 
 __all__ = ["KEY_ENV", "EnvStr", "check_secrets", "expand_env"]
 
@@ -37,14 +38,6 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini
 
 _REF = re.compile(r"\$\$\{|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-#: Vendor key formats (OpenAI, Anthropic, Groq, xAI, Google, GitHub, Hugging Face, GitLab,
-#: Slack, AWS): refused wherever they are written literally.
-_KEY_SHAPED = re.compile(
-    r"\b(?:sk-ant-[A-Za-z0-9_-]{6,}|sk-proj-[A-Za-z0-9_-]{6,}|sk-[A-Za-z0-9_-]{10,}"
-    r"|gsk_[A-Za-z0-9]{10,}|xai-[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_-]{10,}"
-    r"|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|hf_[A-Za-z0-9]{10,}"
-    r"|glpat-[A-Za-z0-9_-]{10,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
-)
 #: An authorization scheme followed by a literal credential (in a header value).
 _BEARER = re.compile(r"\b(?:Bearer|Basic|Token)\s+\S", re.IGNORECASE)
 #: ``Bearer <token>`` elsewhere (an env value, an argument): a token-like word with a digit.

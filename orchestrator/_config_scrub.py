@@ -11,7 +11,6 @@ file's words rather than the constructor's.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orchestrator._config_errors import Path, Problem
 from orchestrator._config_source import Source
+from providers._secret import is_loopback
 
 __all__ = ["EnvValues", "constructor_problem", "endpoint_problem", "show_value"]
 
@@ -126,17 +126,6 @@ def constructor_problem(
             else:
                 message = message[m.end() :]
     return src.problem(path, env.scrub(message, where))
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost``, ``*.localhost``, 127.0.0.0/8 and ::1."""
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def endpoint_problem(src: Source, name: str, spec: Any, env: EnvValues) -> Problem | None:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
+    "KEY_SHAPED",
     "Secret",
     "check_endpoint",
     "has_url_credentials",
@@ -31,6 +32,14 @@ __all__ = [
 _MASK = "***"
 # Key-shaped tokens vendors echo back in error messages ("Incorrect API key provided: sk-ab***yz").
 _KEY_PATTERN = re.compile(r"\b(?:sk|sk-ant|AIza|key)[-_A-Za-z0-9*]{6,}")
+#: Vendor key formats (OpenAI, Anthropic, Groq, xAI, Google, GitHub, Hugging Face, GitLab,
+#: Slack, AWS): masked in messages here, refused where a chain file writes them literally.
+KEY_SHAPED = re.compile(
+    r"\b(?:sk-ant-[A-Za-z0-9_-]{6,}|sk-proj-[A-Za-z0-9_-]{6,}|sk-[A-Za-z0-9_-]{10,}"
+    r"|gsk_[A-Za-z0-9]{10,}|xai-[A-Za-z0-9]{10,}|AIza[0-9A-Za-z_-]{10,}"
+    r"|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|hf_[A-Za-z0-9]{10,}"
+    r"|glpat-[A-Za-z0-9_-]{10,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
+)
 
 
 class Secret:
@@ -84,7 +93,7 @@ def scrub(text: str, *secrets: Secret | Iterable[Secret] | None) -> str:
             for secret in item:
                 if secret:
                     text = text.replace(secret.reveal(), _MASK)
-    return _KEY_PATTERN.sub(_MASK, text)
+    return KEY_SHAPED.sub(_MASK, _KEY_PATTERN.sub(_MASK, text))
 
 
 # Query parameters that carry credentials (signed URLs, webhook tokens, API keys).
