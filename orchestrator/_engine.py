@@ -7,13 +7,13 @@ and one Result; tenacity is only set up when a retry is actually needed.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, RetryCallState
 
 from orchestrator import events
-from orchestrator._attempt import Attempt
 from orchestrator._attempt_run import PREFIX_CHARS, AttemptRunner, call_hook, schema_json
 from orchestrator._classify import describe, reason_of
 from orchestrator._request import Message, Request
@@ -72,8 +72,7 @@ class Run(AttemptRunner):
         store = agent.health_store
         if store is not None and store is not counted_by:
             store.record_request()
-        refused: list[tuple[int, float]] = []
-        skipped: dict[int, BaseException] = {}
+        skipped: dict[int, tuple[BaseException, float]] = {}  # circuit open: error, open until
         called = False
         last_error: BaseException | None = None
         prev: str | None = None
@@ -84,9 +83,9 @@ class Run(AttemptRunner):
                     if not adm.allowed:
                         # A skipped child hands over like a failed one (reason circuit_open),
                         # so redaction and on_fallback still apply to the next child.
-                        last_error = skipped[idx] = self._skip(child.name, adm.open_until)
+                        last_error = self._skip(child.name, adm.open_until)
+                        skipped[idx] = (last_error, adm.open_until or 0.0)
                         prev = child.name
-                        refused.append((idx, adm.open_until or 0.0))
                         continue
                     if adm.probe:
                         self._note = "half-open probe"
@@ -96,14 +95,14 @@ class Run(AttemptRunner):
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, child.name
-            if not called and refused:
+            if not called and skipped:
                 # Every circuit is open: try the one whose cooldown ends first, once,
                 # rather than fail without a single request.
                 # The hand-over (and its redaction) is from the child just before it.
-                idx = min(refused, key=lambda r: r[1])[0]
+                idx = min(skipped, key=lambda i: skipped[i][1])
                 before = agent.children[idx - 1].name if idx > 0 else None
                 self._note = "every circuit open: tried the one whose cooldown ends first"
-                outcome = await self._next_child(idx, before, skipped.get(idx - 1))
+                outcome = await self._next_child(idx, before, skipped[idx - 1][0] if idx else None)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
         except _DeadlinePassed:
@@ -123,10 +122,13 @@ class Run(AttemptRunner):
             request = decision
         return await self._try_child(idx, child, request)
 
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and self.agent.clock.now() >= self.deadline:
+            raise _DeadlinePassed
+
     async def _hand_over(self, frm: str, to: str, error: BaseException) -> Request | Stop:
         agent = self.agent
-        if self.deadline is not None and agent.clock.now() >= self.deadline:
-            raise _DeadlinePassed
+        self._check_deadline()
         reason = reason_of(error)
         request = self.request
         if agent.before_fallback is not None and self.delivered and self.mode == "continue":
@@ -162,8 +164,7 @@ class Run(AttemptRunner):
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
-        if self.deadline is not None and agent.clock.now() >= self.deadline:
-            raise _DeadlinePassed  # the hooks used up the budget: do not start the next child
+        self._check_deadline()  # the hooks may have used up the budget: do not start the child
         handover = {
             "reason": reason,
             "attempts": [
@@ -245,18 +246,7 @@ class Run(AttemptRunner):
             return None
         leaf = result.handled_by or name
         error = Rejected("the accept check refused the reply", provider=leaf)
-        last = self.attempts[-1]
-        self.attempts[-1] = Attempt(
-            last.agent,
-            error,
-            last.attempt_number,
-            last.started_at,
-            last.duration,
-            "rejected",
-            last.usage,
-            last.cost_usd,
-            last.note,
-        )
+        self.attempts[-1] = replace(self.attempts[-1], error=error, reason="rejected")
         return self._leave(name, error)
 
     def _retryable(self, error: BaseException, policy: RetryPolicy) -> bool:
@@ -366,18 +356,8 @@ class Run(AttemptRunner):
             raise
         except Exception as e:
             if self._note is not None and self.attempts:
-                last = self.attempts[-1]
-                self.attempts[-1] = Attempt(
-                    last.agent,
-                    last.error,
-                    last.attempt_number,
-                    last.started_at,
-                    last.duration,
-                    last.reason,
-                    last.usage,
-                    last.cost_usd,
-                    self._note,
-                )
+                # Why the retries ended (deadline, budget, open circuit) belongs on the last try.
+                self.attempts[-1] = replace(self.attempts[-1], note=self._note)
                 self._note = None
             return e
         raise AssertionError("unreachable: tenacity ended without an outcome")  # pragma: no cover
