@@ -9,7 +9,7 @@ terminal errors are raised as themselves with no fallback (1 request).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,17 +22,6 @@ from providers.simulated import Fault, SimulatedServer
 from .test_http_matrix import CASES, VENDORS, make
 
 TIMEOUT = 0.15
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(sim: SimulatedServer) -> None:
-    sim.reset()
 
 
 def expected_action(error_class: type[E.ProviderError]) -> tuple[str, int]:

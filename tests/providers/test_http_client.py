@@ -7,7 +7,6 @@ import asyncio
 import gc
 import warnings
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -23,12 +22,6 @@ from providers._openai import OpenAIChat
 from providers._secret import Secret, check_endpoint, is_loopback
 from providers._sse import SSEDecoder
 from providers.simulated import Fault, SimulatedServer
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
 
 
 def test_shared_client_survives_repeated_asyncio_run(sim: SimulatedServer) -> None:

@@ -7,7 +7,7 @@ simulated server (no hidden retries) and that nothing but an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,17 +22,6 @@ from providers.simulated import Fault, SimulatedServer
 
 VENDORS = ("openai", "anthropic", "gemini")
 TIMEOUT = 0.3
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(sim: SimulatedServer) -> None:
-    sim.reset()
 
 
 def make(route: str, sim: SimulatedServer, **kw: Any) -> Any:

@@ -4,7 +4,6 @@ continue-from-prefix, secrets, the insecure-http guard and HTTPFallback."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,17 +35,6 @@ SCHEMA: dict[str, Any] = {
         "Tag": {"title": "Tag", "type": "object", "properties": {"name": {"type": "string"}}}
     },
 }
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(sim: SimulatedServer) -> None:
-    sim.reset()
 
 
 def make(route: str, sim: SimulatedServer, **kw: Any) -> Any:
