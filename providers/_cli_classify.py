@@ -35,6 +35,7 @@ from orchestrator.errors import (
     StreamInterrupted,
     TransientError,
 )
+from providers._errors_map import retry_hint
 
 __all__ = ["Redactor", "classify_exit", "error_for", "find_status", "retry_after_in"]
 
@@ -110,10 +111,9 @@ _STATUS_PATTERNS = (
         re.I,
     ),
 )
-_RETRY_AFTER = re.compile(
-    r"(?:retry|try again)\s+(?:after|in)\s+(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?)?\b"
-    r"|[\"']?retry[_-]?(?:after|delay)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\s*(ms|s)?",
-    re.I,
+# A structured field ("retryDelay": "12s", retry_after=3); prose is read by retry_hint.
+_RETRY_FIELD = re.compile(
+    r"[\"']?retry[_-]?(?:after|delay)[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)\s*(ms|s)?", re.I
 )
 
 
@@ -130,13 +130,15 @@ def find_status(text: str) -> int | None:
 
 def retry_after_in(text: str) -> float | None:
     """Seconds to wait when the message says so ("try again in 2s", "retryDelay": "12s")."""
-    matches = list(_RETRY_AFTER.finditer(text))
+    hint = retry_hint(text)  # the HTTP mapper's reading of "try again in 1m30s"
+    if hint is not None:
+        return hint
+    matches = list(_RETRY_FIELD.finditer(text))
     if not matches:
         return None
-    m = matches[-1]
-    value, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    value, unit = matches[-1].group(1), matches[-1].group(2)
     seconds = float(value)
-    return seconds / 1000.0 if unit and unit.lower().startswith("m") else seconds
+    return seconds / 1000.0 if unit and unit.lower() == "ms" else seconds
 
 
 def _quota_or_rate(

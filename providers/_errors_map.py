@@ -179,20 +179,30 @@ _CONTEXT_TEXT = re.compile(
 )
 
 
+_UNIT = r"(?:ms|milliseconds?|h|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])"
 _TRY_AGAIN = re.compile(
-    r"try again in\s+((?:\d+(?:\.\d+)?\s*(?:ms|h|m|s)(?![a-z])\s*)+)", re.IGNORECASE
+    rf"(?:try again|retry)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*{_UNIT}\s*)+)", re.IGNORECASE
 )
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|h|m|s)", re.IGNORECASE)
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(rf"(\d+(?:\.\d+)?)\s*({_UNIT})", re.IGNORECASE)
+
+
+def _unit_seconds(unit: str) -> float:
+    u = unit.lower()
+    if u.startswith(("ms", "milli")):
+        return 0.001
+    if u.startswith("h"):
+        return 3600.0
+    return 60.0 if u.startswith("m") else 1.0
 
 
 def retry_hint(message: str) -> float | None:
-    """Seconds from "Please try again in 20s" / "in 1.5s" / "in 300ms" / "in 1m30s" (or None)."""
+    """Seconds from "Please try again in 20s" / "in 1.5s" / "in 300ms" / "in 1m30s" /
+    "retry after 5 seconds" (or None)."""
     match = _TRY_AGAIN.search(message)
     if match is None:
         return None
     parts = _DURATION_PART.findall(match.group(1))
-    return sum(float(n) * _UNIT_SECONDS[u.lower()] for n, u in parts)
+    return sum(float(n) * _unit_seconds(u) for n, u in parts)
 
 
 def map_openai_error(
