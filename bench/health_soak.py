@@ -131,7 +131,7 @@ async def timed(sim: Sim, name: str, seconds: float, primary: Any, secondary: An
         set_faults(sim, primary, secondary)
         fallback = agent(sim, health)
         end = time.monotonic() + seconds
-        calls, failed = await drive(fallback, lambda: time.monotonic() < end)
+        calls, failed = await drive(fallback, lambda end=end: time.monotonic() < end)
         up = counts(sim)
         print(
             f"health={'memory' if health else 'none  '} calls={calls} failed={failed} "

@@ -23,7 +23,6 @@ from orchestrator.errors import (
     InvalidOutput,
     ProviderError,
     ProviderTimeout,
-    RateLimited,
     Rejected,
     TerminalError,
 )
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from orchestrator.fallback import FallbackAgent
+    from orchestrator.policy import RetryPolicy
 
 __all__ = ["PREFIX_CHARS", "AttemptRunner", "call_hook", "schema_adapter", "schema_json"]
 
@@ -77,6 +77,7 @@ class AttemptRunner:
         "deadline",
         "deadline_hit",
         "delivered",
+        "last_resort",
         "mode",
         "probing",
         "request",
@@ -111,11 +112,15 @@ class AttemptRunner:
         self.attempt_limit: float | None = agent.attempt_timeout
         # The child whose half-open probe this run holds (its outcome must be recorded).
         self.probing: str | None = None
+        # The child this run calls although its circuit is open (every circuit was open).
+        self.last_resort: str | None = None
 
     # -- one attempt -----------------------------------------------------------
 
-    async def _attempt(self, child: Any, request: Request, number: int) -> Result | BaseException:
-        """Call ``child`` once; record the Attempt; return a Result or the error."""
+    async def _attempt(
+        self, child: Any, request: Request, number: int, policy: RetryPolicy
+    ) -> Result | BaseException:
+        """Call ``child`` once (``policy`` decides what its failure tells the health store)."""
         agent = self.agent
         clock = agent.clock
         t0 = clock.now()
@@ -149,7 +154,7 @@ class AttemptRunner:
         if error is None and result is not None:
             return result
         assert error is not None
-        self._record_failure(child.name, error, number, wall, duration, response)
+        self._record_failure(child.name, error, number, wall, duration, response, policy)
         return error
 
     async def _call(self, child: Any, request: Request) -> Response:
@@ -238,6 +243,7 @@ class AttemptRunner:
         wall: float,
         duration: float,
         response: Response | None,
+        policy: RetryPolicy,
     ) -> None:
         reason = "deadline" if self.deadline_hit else reason_of(error)
         usage = response.usage if response is not None else None
@@ -249,8 +255,12 @@ class AttemptRunner:
         store = self.agent.health_store
         if store is not None and not self.deadline_hit:  # our own deadline is not its fault
             if _counts_for_health(error):
-                retry_after = error.retry_after if isinstance(error, RateLimited) else None
-                store.record_failure(name, retry_after=retry_after)
+                # A Retry-After the policy waits out is a normal retry, not a reason to open
+                # the circuit; only one it refuses to wait for keeps the provider away.
+                waited = policy.allows_retry_after(error)
+                store.record_failure(
+                    name, retry_after=None if waited else policy.retry_after_of(error)
+                )
             elif self.probing == name and (
                 response is not None or isinstance(error, TerminalError)
             ):

@@ -96,18 +96,44 @@ class Run(AttemptRunner):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, child.name
             if not called and skipped:
-                # Every circuit is open: try the one whose cooldown ends first, once,
-                # rather than fail without a single request.
-                # The hand-over (and its redaction) is from the child just before it.
-                idx = min(skipped, key=lambda i: skipped[i][1])
-                before = agent.children[idx - 1].name if idx > 0 else None
-                self._note = "every circuit open: tried the one whose cooldown ends first"
-                outcome = await self._next_child(idx, before, skipped[idx - 1][0] if idx else None)
-                if not isinstance(outcome, BaseException):
-                    return self._succeeded(outcome)
+                last = await self._last_resort(skipped)
+                if isinstance(last, Result):
+                    return self._succeeded(last)
         except _DeadlinePassed:
             pass
         return await self._all_failed()
+
+    async def _last_resort(
+        self, skipped: dict[int, tuple[BaseException, float]]
+    ) -> Result | BaseException | None:
+        """Every circuit is open: try the child whose cooldown ends first, with its retries.
+
+        Rather than fail without a single request. The traffic is bounded: each
+        provider takes one last-resort call at a time (``HealthStore.last_resort``);
+        when every slot is taken the run fails fast (``None``) without a request.
+        """
+        agent = self.agent
+        store = agent.health_store
+        assert store is not None
+        for idx in sorted(skipped, key=lambda i: skipped[i][1]):
+            name = agent.children[idx].name
+            if not store.last_resort(name):
+                continue
+            # The hand-over (and its redaction) is from the child just before it.
+            before = agent.children[idx - 1].name if idx > 0 else None
+            self._note = "every circuit open: tried the one whose cooldown ends first"
+            self.last_resort = name
+            outcome: Result | BaseException | None = None
+            try:
+                outcome = await self._next_child(idx, before, skipped[idx - 1][0] if idx else None)
+            finally:
+                self.last_resort = None
+                store.end_last_resort(name, succeeded=isinstance(outcome, Result))
+            return outcome
+        self.attempts[-1] = replace(
+            self.attempts[-1], note="every circuit open and each already has its last-resort call"
+        )
+        return None
 
     async def _next_child(
         self, idx: int, prev: str | None, last_error: BaseException | None
@@ -184,10 +210,10 @@ class Run(AttemptRunner):
     async def _try_child(self, idx: int, child: Any, request: Request) -> Result | BaseException:
         if getattr(child, "_is_chain", False):
             return await self._try_nested(child, request)
-        outcome = await self._attempt(child, request, 1)
+        policy = self.agent.policies[idx]
+        outcome = await self._attempt(child, request, 1, policy)
         if isinstance(outcome, Result):
             return outcome
-        policy = self.agent.policies[idx]
         # A half-open probe is one request, never retried: the circuit decides on it.
         if (
             policy.max_retries > 0
@@ -305,7 +331,8 @@ class Run(AttemptRunner):
                 return self._set_note("backoff would end past the run's deadline")
             store = agent.health_store
             if store is not None:
-                if store.snapshot(child.name).state != "closed":
+                # A last-resort call is to an open circuit by design: it keeps its retries.
+                if self.last_resort != child.name and store.snapshot(child.name).state != "closed":
                     return self._set_note("circuit open: no more retries")
                 if not store.try_acquire_retry():
                     return self._set_note("retry budget empty")
@@ -346,7 +373,7 @@ class Run(AttemptRunner):
                     n = attempt.retry_state.attempt_number
                     if n == 1:
                         raise first  # replay the first attempt's outcome into tenacity
-                    outcome = await self._attempt(child, request, n)
+                    outcome = await self._attempt(child, request, n, policy)
                     if isinstance(outcome, Result):
                         return outcome
                     if isinstance(outcome, InvalidOutput):

@@ -59,13 +59,33 @@ def _fraction(owner: str, name: str, value: object, *, low_open: bool) -> float:
 class CircuitBreaker:
     """When a provider's circuit opens and for how long.
 
-    The circuit opens after ``failure_threshold`` consecutive recorded failures
-    (``None`` turns that rule off), or when ``failure_ratio`` (0 < x <= 1, off
-    by default) of the calls recorded over the last ``window`` seconds failed,
-    counted only once at least ``min_calls`` calls were recorded. It stays open
-    for ``cooldown`` seconds (or longer when a ``Retry-After`` says so), then one
-    half-open probe is let through: success closes it, failure re-opens it.
-    Times accept seconds or ``datetime.timedelta``.
+    By default the circuit opens on evidence, never on coincidence: when at
+    least ``failure_ratio`` (default 0.5) of the calls recorded over the last
+    ``window`` seconds (default 30) failed, counted only once that window holds
+    at least ``min_calls`` calls (default 100, as Resilience4j and Polly). A
+    ratio over many calls is robust to concurrency: a provider failing 30% of
+    calls at random fails about 30% of any large window, whereas "3 failures in
+    a row" happens every few dozen completions and would trip every circuit at
+    once. The minimum matters as much as the ratio: a 30%-flaky provider reaches
+    50% failures somewhere in a fresh window with 7% chance when counting from
+    20 calls, 0.3% from 50, and 0.005% from 100. The price: a provider needs 100
+    recorded calls within ``window`` before its circuit can open (a dead one is
+    skipped after about 100 failed attempts; below ~3 attempts a second the
+    ratio never opens it, and the chain just falls over as without health).
+
+    ``failure_threshold`` (off by default, ``None``) adds the classic rule: that
+    many consecutive failures, in the order calls complete, a success resetting
+    the count. It reacts faster at low traffic, but under concurrency it trips on
+    random failures (at 100 in flight and 30% failures, 3 in a row is near
+    certain every second); turn it on only for sequential use.
+
+    The circuit stays open for ``cooldown`` seconds (default 30), then one
+    half-open probe is let through: success closes it, failure re-opens it. A
+    ``Retry-After`` longer than the engine will wait (the child's
+    ``RetryPolicy.max_retry_after``) keeps it open that long instead, but never
+    longer than ``max_cooldown`` (default 600 s): a hostile or mistaken
+    ``Retry-After: 99999`` must not close a provider for a day. Times accept
+    seconds or ``datetime.timedelta``.
     """
 
     failure_threshold: int | None
@@ -73,15 +93,17 @@ class CircuitBreaker:
     window: float
     min_calls: int
     cooldown: float
+    max_cooldown: float
 
     def __init__(
         self,
         *,
-        failure_threshold: int | None = 3,
-        failure_ratio: float | None = None,
-        window: float | timedelta = 60.0,
-        min_calls: int = 10,
+        failure_threshold: int | None = None,
+        failure_ratio: float | None = 0.5,
+        window: float | timedelta = 30.0,
+        min_calls: int = 100,
         cooldown: float | timedelta = 30.0,
+        max_cooldown: float | timedelta = 600.0,
     ) -> None:
         owner = "CircuitBreaker"
         threshold = None
@@ -100,6 +122,18 @@ class CircuitBreaker:
         object.__setattr__(self, "window", _seconds(owner, "window", window))
         object.__setattr__(self, "min_calls", _count(owner, "min_calls", min_calls, minimum=1))
         object.__setattr__(self, "cooldown", _seconds(owner, "cooldown", cooldown))
+        longest = _seconds(owner, "max_cooldown", max_cooldown)
+        if longest < self.cooldown:
+            raise ValueError(
+                f"{owner}: max_cooldown={max_cooldown!r} must be >= cooldown={cooldown!r}"
+            )
+        object.__setattr__(self, "max_cooldown", longest)
+
+    def hold_for(self, retry_after: float | None) -> float:
+        """How long a ``Retry-After`` holds the circuit open: capped at ``max_cooldown``."""
+        if retry_after is None or not retry_after > 0:  # also NaN
+            return 0.0
+        return min(retry_after, self.max_cooldown)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -113,8 +147,17 @@ class RetryBudget:
 
     where a request is one run (the first attempt of a call, reported with
     ``record_request``). The second term is a floor so that a quiet process can
-    still retry (the Finagle / gRPC retry-budget design). Defaults: 20% of the
+    still retry (the Finagle / gRPC retry-budget design). Defaults: 50% of the
     requests of the last 10 s plus 10 retries per second.
+
+    Why 50% and not Finagle's 20%: here an empty budget does not just fail the
+    call, it hands it to the next provider with fewer tries, so a budget below
+    what a flaky-but-up provider needs makes availability worse. A provider
+    failing a fraction ``f`` of calls at random needs ``f + f**2 + ...`` retries
+    per call (0.42 at 30%, with ``max_retries=3``), at most ``f / (1 - f)``: 50%
+    covers every provider failing up to a third of its calls, while a storm
+    (a provider failing everything before its circuit opens) is still capped at
+    1.5x the calls instead of ``1 + max_retries`` times.
     """
 
     ratio: float
@@ -124,7 +167,7 @@ class RetryBudget:
     def __init__(
         self,
         *,
-        ratio: float = 0.2,
+        ratio: float = 0.5,
         window: float | timedelta = 10.0,
         min_per_second: float = 10.0,
     ) -> None:
@@ -203,6 +246,19 @@ class HealthStore(Protocol):
 
     def record_request(self) -> None:
         """One run started (its first attempt): feeds the retry budget."""
+        ...
+
+    def last_resort(self, provider: str) -> bool:
+        """Every circuit a run could use is open: may it call ``provider`` anyway?
+
+        True for at most one call per provider at a time (per process, for a
+        shared store); pair every True with :meth:`end_last_resort`. Bounds the
+        traffic an all-down chain sends to the open circuits it still tries.
+        """
+        ...
+
+    def end_last_resort(self, provider: str, *, succeeded: bool) -> None:
+        """The last-resort call ended: frees its slot; a success closes the circuit."""
         ...
 
     def try_acquire_retry(self) -> bool:

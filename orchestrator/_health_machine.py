@@ -5,9 +5,13 @@ store as its local mirror (so a call never waits on the network).
 
 States::
 
-    closed --(threshold / ratio / Retry-After)--> open --(cooldown over)--> half_open
+    closed --(failure ratio / threshold / long Retry-After)--> open --(cooldown over)--> half_open
     half_open --(one probe succeeds)--> closed
     half_open --(a failure)--> open (a fresh cooldown)
+    open --(a last-resort call succeeds)--> closed
+
+A last-resort call is one a run makes to an open circuit because every
+circuit it could use is open; at most one per provider is in flight at a time.
 
 Internally times are monotonic (``clock.now()``); they are reported as epoch
 seconds (``clock.wall()``) so they mean the same thing in every process.
@@ -79,6 +83,7 @@ class CircuitTable:
         self.probe_gate = probe_gate
         self.lock = threading.Lock()
         self._circuits: dict[str, Circuit] = {}
+        self._last_resort: set[str] = set()  # providers with a last-resort call in flight
 
     def __iter__(self) -> Iterator[Circuit]:
         return iter(list(self._circuits.values()))
@@ -153,7 +158,7 @@ class CircuitTable:
     ) -> tuple[str, str] | None:
         circuit.consecutive += 1
         config = self.config
-        hint = retry_after if retry_after is not None and retry_after > 0 else 0.0
+        hint = config.hold_for(retry_after)
         if circuit.tripped:
             if now >= circuit.open_until:  # half-open: the probe (or a straggler) failed
                 self._open(circuit, now + max(config.cooldown, hint))
@@ -182,6 +187,26 @@ class CircuitTable:
         ):
             return "failure_ratio"
         return None
+
+    def acquire_last_resort(self, provider: str) -> bool:
+        """Take ``provider``'s last-resort slot; False while another call holds it."""
+        with self.lock:
+            if provider in self._last_resort:
+                return False
+            self._last_resort.add(provider)
+            return True
+
+    def release_last_resort(self, provider: str, *, succeeded: bool) -> bool:
+        """Free the slot; a success is evidence the provider is up: close it (True if closed)."""
+        circuit = self.get(provider)
+        with self.lock:
+            self._last_resort.discard(provider)
+            if not (succeeded and circuit.tripped):
+                return False
+            self._close(circuit)
+            circuit.consecutive = 0
+        self._emit("circuit_closed", circuit, "closed", None, "last_resort_succeeded")
+        return True
 
     @staticmethod
     def _open(circuit: Circuit, until: float) -> None:

@@ -55,6 +55,14 @@ class MemoryHealthStore:
         """One run started: raises the retry allowance by ``budget.ratio``."""
         self._budget.record_request()
 
+    def last_resort(self, provider: str) -> bool:
+        """Every circuit is open: may this run call ``provider``? One such call at a time."""
+        return self._table.acquire_last_resort(provider)
+
+    def end_last_resort(self, provider: str, *, succeeded: bool) -> None:
+        """The last-resort call ended; its success closes the circuit."""
+        self._table.release_last_resort(provider, succeeded=succeeded)
+
     def try_acquire_retry(self) -> bool:
         """Take one retry token; ``False`` when the budget is spent (fall over, do not retry)."""
         return self._budget.try_acquire()

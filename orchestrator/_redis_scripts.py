@@ -38,7 +38,8 @@ local function state(h, o, p, first, last, now)
 end
 """
 
-#: KEYS circuit, open, probe, win buckets (current first); ARGV kind ('s'|'f'), n, now,
+#: KEYS circuit, open, probe, win buckets (current first); ARGV kind ('s' success, 'f'
+#: failure, 'c' a last-resort success: closes even while open; counts no call), n, now,
 #: retry_after ('' = none), threshold (0 = off), ratio (0 = off), min_calls, cooldown,
 #: bucket ttl ms, channel. Returns the state after the update plus the transition ('' = none);
 #: a transition is also published on ``channel`` so other processes read at once.
@@ -49,7 +50,7 @@ local kind, n, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local hint = tonumber(ARGV[4]) or 0
 local threshold, ratio = tonumber(ARGV[5]), tonumber(ARGV[6])
 local min_calls, cooldown = tonumber(ARGV[7]), tonumber(ARGV[8])
-redis.call('HINCRBY', KEYS[4], 'calls', n)
+if kind ~= 'c' then redis.call('HINCRBY', KEYS[4], 'calls', n) end
 if kind == 'f' then redis.call('HINCRBY', KEYS[4], 'fails', n) end
 redis.call('PEXPIRE', KEYS[4], ARGV[9])
 local before = state(KEYS[1], KEYS[2], KEYS[3], 4, #KEYS, now)
@@ -61,13 +62,13 @@ local function open(untl)
   redis.call('SET', KEYS[2], string.format('%.6f', untl), 'PX',
     math.max(1, math.ceil((untl - now) * 1000)))
 end
-if kind == 's' then
+if kind == 's' or kind == 'c' then
   redis.call('HSET', KEYS[1], 'consec', 0)
-  if tripped and not open_until then
+  if tripped and (kind == 'c' or not open_until) then
     redis.call('HSET', KEYS[1], 'tripped', '0')
     redis.call('DEL', KEYS[2], KEYS[3])
     for i = 4, #KEYS do redis.call('DEL', KEYS[i]) end
-    change = 'probe_succeeded'
+    change = (kind == 'c') and 'last_resort_succeeded' or 'probe_succeeded'
   end
 else
   local consec = redis.call('HINCRBY', KEYS[1], 'consec', n)

@@ -131,8 +131,24 @@ class RedisHealthStore:
         self._table.record(provider, failed=True, retry_after=retry_after)
         if (circuit.tripped, circuit.open_until) != before:
             self._dirty.add(provider)
-        self._enqueue("f", provider, retry_after)
+        # Capped here, once, so the shared circuit honours the same max_cooldown.
+        self._enqueue("f", provider, self.circuit.hold_for(retry_after) or None)
         self._kick(urgent=True)
+
+    def last_resort(self, provider: str) -> bool:
+        """Every circuit is open: may this run call ``provider``? One at a time per process.
+
+        The slot is this process's own (not shared through Redis): a fleet of N
+        processes sends at most N last-resort calls per provider at a time.
+        """
+        return self._table.acquire_last_resort(provider)
+
+    def end_last_resort(self, provider: str, *, succeeded: bool) -> None:
+        """The last-resort call ended; its success closes the circuit here and for all."""
+        if self._table.release_last_resort(provider, succeeded=succeeded):
+            self._dirty.add(provider)
+            self._enqueue("c", provider, None)
+            self._kick(urgent=True)
 
     def record_request(self) -> None:
         """One run started: counts toward the fleet-wide retry allowance."""

@@ -19,6 +19,7 @@ from .conftest import Scripted
 
 
 def store(clock: FakeClock, **circuit: object) -> MemoryHealthStore:
+    circuit.setdefault("failure_threshold", 3)  # the rule these tests drive (off by default)
     return MemoryHealthStore(
         circuit=CircuitBreaker(**circuit),  # type: ignore[arg-type]
         budget=RetryBudget(ratio=1.0, min_per_second=1000),

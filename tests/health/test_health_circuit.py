@@ -16,6 +16,9 @@ def clock() -> FakeClock:
 
 
 def make(clock: FakeClock, **kwargs: object) -> MemoryHealthStore:
+    # These tests drive the consecutive-failure rule; it is off by default since the ratio
+    # rule became the default, so they name it explicitly.
+    kwargs.setdefault("failure_threshold", 3)
     return MemoryHealthStore(circuit=CircuitBreaker(**kwargs), clock=clock)  # type: ignore[arg-type]
 
 
@@ -127,6 +130,29 @@ def test_retry_after_longer_than_cooldown_wins_when_tripping(clock: FakeClock) -
     fail(store2, 2, "q")
     store2.record_failure("q", retry_after=2.0)
     assert store2.admit("q").open_until == pytest.approx(clock.wall() + 30.0)
+
+
+def test_retry_after_is_capped_at_max_cooldown(clock: FakeClock) -> None:
+    store = make(clock, max_cooldown=120.0)
+    store.record_failure("p", retry_after=99_999.0)
+    assert store.admit("p").open_until == pytest.approx(clock.wall() + 120.0)
+    store.record_failure("p", retry_after=float("inf"))
+    assert store.admit("p").open_until == pytest.approx(clock.wall() + 120.0)
+
+
+def test_last_resort_is_one_call_at_a_time_per_provider(clock: FakeClock) -> None:
+    store = make(clock)
+    fail(store, 3)
+    assert store.last_resort("p")
+    assert not store.last_resort("p")  # taken until the first one ends
+    assert store.last_resort("q")  # per provider
+    store.end_last_resort("p", succeeded=False)
+    assert store.admit("p").state == "open"  # a failed last resort changes nothing
+    assert store.last_resort("p")
+    with capture_events() as logs:
+        store.end_last_resort("p", succeeded=True)
+    assert store.admit("p") == store.admit("z")
+    assert [e["reason"] for e in logs] == ["last_resort_succeeded"]
 
 
 def test_zero_or_negative_retry_after_does_not_open(clock: FakeClock) -> None:

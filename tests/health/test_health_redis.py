@@ -47,7 +47,9 @@ def fail_provider(url: str, prefix: str, ready: Any, go: Any, out: Any) -> None:
 
 
 async def _fail_provider(url: str, prefix: str, ready: Any, go: Any, out: Any) -> None:
-    store = RedisHealthStore(url, circuit=CircuitBreaker(cooldown=30.0), key_prefix=prefix)
+    store = RedisHealthStore(
+        url, circuit=CircuitBreaker(failure_threshold=3, cooldown=30.0), key_prefix=prefix
+    )
     store.admit("primary")  # starts the background sync
     await asyncio.sleep(0.2)
     ready.set()
@@ -85,6 +87,7 @@ async def stores(redis_server: RedisServer, prefix: str) -> AsyncIterator[list[R
 def new_store(
     made: list[RedisHealthStore], url: str, prefix: str, **kwargs: object
 ) -> RedisHealthStore:
+    kwargs.setdefault("circuit", CircuitBreaker(failure_threshold=3))  # the rule tests drive
     store = RedisHealthStore(url, key_prefix=prefix, **kwargs)  # type: ignore[arg-type]
     made.append(store)
     store.admit("p")  # starts the sync task and registers the provider
@@ -117,7 +120,7 @@ async def test_failures_in_one_store_open_the_circuit_in_another_within_100ms(
 async def test_only_one_process_probes_and_success_closes_everywhere(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    circuit = CircuitBreaker(cooldown=0.5)
+    circuit = CircuitBreaker(failure_threshold=3, cooldown=0.5)
     group = [new_store(stores, redis_server.url, prefix, circuit=circuit) for _ in range(3)]
     await asyncio.sleep(3 * SYNC)
     for _ in range(3):
@@ -142,7 +145,7 @@ async def test_only_one_process_probes_and_success_closes_everywhere(
 async def test_failed_probe_reopens_for_everyone(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    circuit = CircuitBreaker(cooldown=0.3)
+    circuit = CircuitBreaker(failure_threshold=3, cooldown=0.3)
     a = new_store(stores, redis_server.url, prefix, circuit=circuit)
     b = new_store(stores, redis_server.url, prefix, circuit=circuit)
     await asyncio.sleep(3 * SYNC)
@@ -180,6 +183,40 @@ async def test_longer_cooldown_is_never_shortened_across_stores(
         assert store.snapshot("p").open_until == pytest.approx(time.time() + 100, abs=0.5)
 
 
+async def test_a_retry_after_is_capped_at_max_cooldown_for_every_store(
+    redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
+) -> None:
+    a = new_store(stores, redis_server.url, prefix)
+    b = new_store(stores, redis_server.url, prefix)
+    await asyncio.sleep(3 * SYNC)
+    a.record_failure("p", retry_after=99_999.0)  # a hostile header: not 28 hours
+    await wait_for(lambda: b.admit("p").state == "open", timeout=0.5)
+    for store in (a, b):
+        assert store.snapshot("p").open_until == pytest.approx(time.time() + 600, abs=1.0)
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        assert 599_000 < await client.pttl(f"{prefix}open:p") <= 600_000
+    finally:
+        await client.aclose()
+
+
+async def test_a_last_resort_success_closes_the_circuit_for_every_store(
+    redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
+) -> None:
+    a = new_store(stores, redis_server.url, prefix)
+    b = new_store(stores, redis_server.url, prefix)
+    await asyncio.sleep(3 * SYNC)
+    for _ in range(3):
+        a.record_failure("p")
+    await wait_for(lambda: b.admit("p").state == "open", timeout=0.5)
+    assert a.last_resort("p") and not a.last_resort("p")  # one at a time in this process
+    a.end_last_resort("p", succeeded=True)
+    assert a.admit("p") == a.admit("q")  # closed here at once
+    await wait_for(lambda: b.admit("p").allowed, timeout=0.5)
+    await asyncio.sleep(3 * SYNC)
+    assert a.admit("p").allowed and b.snapshot("p").state == "closed"
+
+
 async def test_retry_budget_is_shared(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
@@ -200,7 +237,7 @@ async def test_unreachable_redis_degrades_once_and_works_locally(prefix: str) ->
     store = RedisHealthStore(
         f"redis://127.0.0.1:{free_port()}/0",
         key_prefix=prefix,
-        circuit=CircuitBreaker(cooldown=0.2),
+        circuit=CircuitBreaker(failure_threshold=3, cooldown=0.2),
         timeout=0.05,
     )
     try:
@@ -227,7 +264,7 @@ async def test_redis_killed_mid_run_then_restarted(
     redis_server_factory: Callable[[], RedisServer], prefix: str
 ) -> None:
     server = redis_server_factory()
-    circuit = CircuitBreaker(cooldown=30.0)
+    circuit = CircuitBreaker(failure_threshold=3, cooldown=30.0)
     made: list[RedisHealthStore] = []
     try:
         a = new_store(made, server.url, prefix, circuit=circuit, timeout=0.1)
