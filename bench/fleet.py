@@ -98,7 +98,9 @@ async def _worker(mode: str, url: str, port: int, cooldown: float, seconds: floa
                   interval: float, start: Any, start_id: str) -> None:  # fmt: skip
     import httpx
 
-    circuit = CircuitBreaker(cooldown=cooldown)
+    # The consecutive rule (off by default): this bench compares how fast processes learn
+    # together, and the default ratio rule would first need 100 calls in each window.
+    circuit = CircuitBreaker(failure_threshold=3, cooldown=cooldown)
     store: HealthStore | None = None
     if mode == "memory":
         store = MemoryHealthStore(circuit=circuit)

@@ -44,17 +44,27 @@ _PROBE_BUSY = Admission(allowed=False, probe=False, state="half_open", open_unti
 ProbeGate = Callable[[str], bool]
 
 
+#: The breaker's window is counted in this many buckets of ``window / WINDOW_BUCKETS``
+#: seconds (the Redis store keeps the same buckets as keys): memory per provider stays
+#: constant however many calls a second go through, where one entry per call grew by
+#: tens of MiB at thousands of calls a second. The window covers the last
+#: ``window * (1 - 1/WINDOW_BUCKETS)`` to ``window`` seconds.
+WINDOW_BUCKETS = 10
+_EMPTY = -(1 << 62)  # the bucket number of a slot that never counted anything
+
+
 class Circuit:
     """One provider's breaker state (mutated only under the table's lock)."""
 
     __slots__ = (
+        "calls",
         "consecutive",
-        "failures_in_window",
+        "fails",
         "open_until",
         "probe_started",
         "provider",
+        "stamps",
         "tripped",
-        "window",
     )
 
     def __init__(self, provider: str) -> None:
@@ -62,9 +72,26 @@ class Circuit:
         self.tripped = False  # open or half-open
         self.open_until = 0.0  # monotonic end of the cooldown, meaningful when tripped
         self.consecutive = 0
-        self.window: deque[tuple[float, bool]] = deque()  # (time, failed)
-        self.failures_in_window = 0
+        # The window: bucket number (time // width) each slot holds, and its counts.
+        self.stamps = [_EMPTY] * WINDOW_BUCKETS
+        self.calls = [0] * WINDOW_BUCKETS
+        self.fails = [0] * WINDOW_BUCKETS
         self.probe_started: float | None = None  # monotonic start of the probe in flight
+
+    def totals(self, bucket: int) -> tuple[int, int]:
+        """(calls, failures) over the window that ends in bucket number ``bucket``."""
+        calls = fails = 0
+        oldest = bucket - WINDOW_BUCKETS
+        for i, stamp in enumerate(self.stamps):
+            if stamp > oldest:
+                calls += self.calls[i]
+                fails += self.fails[i]
+        return calls, fails
+
+    def clear_window(self) -> None:
+        self.stamps = [_EMPTY] * WINDOW_BUCKETS
+        self.calls = [0] * WINDOW_BUCKETS
+        self.fails = [0] * WINDOW_BUCKETS
 
     def state(self, now: float) -> CircuitStateName:
         if not self.tripped:
@@ -82,6 +109,7 @@ class CircuitTable:
         self.clock = clock
         self.probe_gate = probe_gate
         self.lock = threading.Lock()
+        self._width = config.window / WINDOW_BUCKETS
         self._circuits: dict[str, Circuit] = {}
         self._last_resort: set[str] = set()  # providers with a last-resort call in flight
 
@@ -133,17 +161,14 @@ class CircuitTable:
             self._emit(event, circuit, state, until, reason)
 
     def _count(self, circuit: Circuit, now: float, failed: bool) -> None:
-        window = circuit.window
-        window.append((now, failed))
+        bucket = int(now // self._width)
+        slot = bucket % WINDOW_BUCKETS
+        if circuit.stamps[slot] != bucket:  # a bucket that left the window: reuse it
+            circuit.stamps[slot] = bucket
+            circuit.calls[slot] = circuit.fails[slot] = 0
+        circuit.calls[slot] += 1
         if failed:
-            circuit.failures_in_window += 1
-        self._prune(circuit, now)
-
-    def _prune(self, circuit: Circuit, now: float) -> None:
-        window, horizon = circuit.window, now - self.config.window
-        while window and window[0][0] <= horizon:
-            if window.popleft()[1]:
-                circuit.failures_in_window -= 1
+            circuit.fails[slot] += 1
 
     def _on_success(self, circuit: Circuit, now: float) -> tuple[str, str] | None:
         circuit.consecutive = 0
@@ -166,7 +191,7 @@ class CircuitTable:
             if now + hint > circuit.open_until:  # longer Retry-After: extend, never shorten
                 circuit.open_until = now + hint
             return None
-        reason = self._trip_reason(circuit)
+        reason = self._trip_reason(circuit, now)
         length = config.cooldown if reason is not None else 0.0
         if hint > length:
             length, reason = hint, reason or "retry_after"
@@ -175,17 +200,14 @@ class CircuitTable:
         self._open(circuit, now + length)
         return "circuit_opened", reason
 
-    def _trip_reason(self, circuit: Circuit) -> str | None:
+    def _trip_reason(self, circuit: Circuit, now: float) -> str | None:
         config = self.config
         if config.failure_threshold is not None and circuit.consecutive >= config.failure_threshold:
             return "consecutive_failures"
-        calls = len(circuit.window)
-        if (
-            config.failure_ratio is not None
-            and calls >= config.min_calls
-            and circuit.failures_in_window >= config.failure_ratio * calls
-        ):
-            return "failure_ratio"
+        if config.failure_ratio is not None:
+            calls, fails = circuit.totals(int(now // self._width))
+            if calls >= config.min_calls and fails >= config.failure_ratio * calls:
+                return "failure_ratio"
         return None
 
     def acquire_last_resort(self, provider: str) -> bool:
@@ -218,8 +240,7 @@ class CircuitTable:
     def _close(circuit: Circuit) -> None:
         circuit.tripped = False
         circuit.probe_started = None
-        circuit.window.clear()  # a fresh start: old failures must not re-trip it at once
-        circuit.failures_in_window = 0
+        circuit.clear_window()  # a fresh start: old failures must not re-trip it at once
 
     def adopt(
         self, provider: str, *, tripped: bool, open_until: float | None, consecutive: int
@@ -257,7 +278,7 @@ class CircuitTable:
         circuit = self.get(provider)
         with self.lock:
             now = self.clock.now()
-            self._prune(circuit, now)
+            calls, fails = circuit.totals(int(now // self._width))
             state = circuit.state(now)
             until = self.to_wall(circuit.open_until) if state == "open" else None
             return ProviderHealth(
@@ -265,8 +286,8 @@ class CircuitTable:
                 state=state,
                 open_until=until,
                 consecutive_failures=circuit.consecutive,
-                recent_failures=circuit.failures_in_window,
-                recent_calls=len(circuit.window),
+                recent_failures=fails,
+                recent_calls=calls,
             )
 
     @staticmethod

@@ -17,10 +17,13 @@ in and out as strings (Lua numbers returned to Redis are truncated to integers).
 
 from __future__ import annotations
 
+from orchestrator._health_machine import WINDOW_BUCKETS
+
 __all__ = ["BUCKETS", "CLAIM", "READ", "RECORD", "REOPEN"]
 
-#: Windows are kept as this many buckets of ``window / BUCKETS`` seconds each.
-BUCKETS = 10
+#: Windows are kept as this many buckets of ``window / BUCKETS`` seconds each, as the
+#: local mirror counts them.
+BUCKETS = WINDOW_BUCKETS
 
 _STATE = """
 local function state(h, o, p, first, last, now)

@@ -291,6 +291,20 @@ def _child_policies(
     return tuple(out)
 
 
+#: What the engine calls on a store (a store written for an older protocol fails here, not
+#: in the rare "every circuit open" path).
+_STORE_METHODS = (
+    "admit",
+    "record_success",
+    "record_failure",
+    "record_request",
+    "try_acquire_retry",
+    "snapshot",
+    "last_resort",
+    "end_last_resort",
+)
+
+
 def _health_store(health: Any) -> HealthStore | None:
     if health is None or health is False:
         return None
@@ -298,7 +312,7 @@ def _health_store(health: Any) -> HealthStore | None:
         from orchestrator.health import default_health_store
 
         return default_health_store()
-    for method in ("admit", "record_success", "record_failure"):
+    for method in _STORE_METHODS:
         if not callable(getattr(health, method, None)):
             raise TypeError(f"health: {type(health).__name__} is not a HealthStore (no {method})")
     store: HealthStore = health

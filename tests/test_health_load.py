@@ -199,3 +199,38 @@ async def test_budget_default_never_refuses_the_retries_of_a_30_percent_flaky_pr
         3_000,
     )
     assert await soak(agent, 3_000) <= without
+
+
+async def test_a_cancelled_last_resort_call_frees_its_slot(clock: FakeClock) -> None:
+    started = asyncio.Event()
+
+    class Hangs:
+        name = "a"
+
+        async def complete(self, request: Request) -> Response:
+            started.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+    store = MemoryHealthStore(circuit=CircuitBreaker(failure_threshold=1), clock=clock)
+    store.record_failure("a")
+    run = asyncio.ensure_future(FallbackAgent([Hangs()], health=store, clock=clock).run("x"))
+    await started.wait()
+    assert not store.last_resort("a")  # held by the hanging run
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert store.last_resort("a")
+
+
+def test_a_store_without_the_last_resort_methods_is_refused_up_front() -> None:
+    class OldStore:
+        def admit(self, provider: str) -> object: ...
+        def record_success(self, provider: str) -> None: ...
+        def record_failure(self, provider: str, *, retry_after: float | None = None) -> None: ...
+        def record_request(self) -> None: ...
+        def try_acquire_retry(self) -> bool: ...
+        def snapshot(self, provider: str) -> object: ...
+
+    with pytest.raises(TypeError, match="OldStore is not a HealthStore \\(no last_resort\\)"):
+        FallbackAgent([Scripted("a", ["ok"])], health=OldStore())  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import tracemalloc
 
 import pytest
 
@@ -187,6 +188,23 @@ def test_failure_ratio_needs_min_calls_and_forgets_old_calls(clock: FakeClock) -
     store.record_failure("p")
     assert store.admit("p").allowed  # 1 failure out of 4 in the window
     assert store.snapshot("p").recent_calls == 4
+
+
+def test_the_window_takes_constant_memory_whatever_the_traffic(clock: FakeClock) -> None:
+    store = make(clock, failure_threshold=None, failure_ratio=0.5)
+    store.record_success("p")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(25_000):  # 25,000 calls within one 30 s window
+            store.record_failure("p") if i % 5 == 0 else store.record_success("p")
+            clock.advance(0.001)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 1024, f"the breaker window grew by {grown} bytes"
+    snap = store.snapshot("p")
+    assert (snap.recent_calls, snap.recent_failures) == (25_001, 5_000)
 
 
 def test_closing_resets_the_window(clock: FakeClock) -> None:
