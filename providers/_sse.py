@@ -18,6 +18,8 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from providers._body import BodyTooLarge
+
 __all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "SSEEvent", "SSELimitExceeded", "sse_events"]
 
 DEFAULT_MAX_SSE_BYTES = 32 * 1024 * 1024
@@ -27,13 +29,12 @@ _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-class SSELimitExceeded(ValueError):
+class SSELimitExceeded(BodyTooLarge):
     """A line or an event of the stream is longer than the decoder's ``max_bytes``."""
 
     def __init__(self, what: str, limit: int) -> None:
-        super().__init__(f"a stream {what} is longer than {limit} bytes")
+        super().__init__(limit, f"a stream {what} is longer than {limit} bytes")
         self.what = what
-        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
