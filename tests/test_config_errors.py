@@ -801,3 +801,22 @@ def test_every_problem_is_reported_in_line_order(tmp_path: Path) -> None:
         str(err).splitlines()[0]
         == f"{path}:2: providers.x.timeout: 0 is not allowed; use a number > 0"
     )
+
+
+def test_max_response_bytes_is_a_strict_positive_whole_number(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n"
+        "  o: {type: openai, model: m, max_response_bytes: 0}\n"
+        '  a: {type: anthropic, model: m, max_response_bytes: "1000"}\n'
+        "  g: {type: gemini, model: m, max_response_bytes: 1.5}\n"
+        "  h: {type: http, url: 'https://example.invalid/x', max_response_bytes: true}\n",
+    )
+    assert str(error_of(path)).splitlines() == [
+        f"{path}:2: providers.o.max_response_bytes: 0 is not allowed; use a number > 0",
+        f"{path}:3: providers.a.max_response_bytes: '1000' is not a whole number (it is a "
+        "string; write 1000 without quotes)",
+        f"{path}:4: providers.g.max_response_bytes: 1.5 is not a whole number",
+        f"{path}:5: providers.h.max_response_bytes: true is not a whole number",
+    ]
