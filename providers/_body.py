@@ -53,8 +53,8 @@ class BodyTooLarge(Exception):
     def __init__(self, limit: int, message: str | None = None) -> None:
         super().__init__(
             message
-            or f"the reply passed max_response_bytes={limit} bytes (counted after "
-            "decompression); reading stopped there"
+            or f"the reply passed {limit} bytes (counted after decompression); "
+            "reading stopped there"
         )
         self.limit = limit
 
