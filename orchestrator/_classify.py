@@ -17,6 +17,7 @@ from orchestrator.errors import (
     ProviderTimeout,
     RateLimited,
     Rejected,
+    ResponseTooLarge,
     TerminalError,
     TransientError,
     UnusableError,
@@ -50,8 +51,9 @@ def matcher(spec: ErrorMatcher | None, field: str) -> Callable[[BaseException], 
 class Classifier:
     """Decides, for one agent, what a failure means.
 
-    Defaults follow the taxonomy: transient errors, invalid output and any
-    exception outside the taxonomy are retried; every non-terminal error is
+    Defaults follow the taxonomy: transient errors, invalid output (but not
+    ``Rejected`` or ``ResponseTooLarge``) and any exception outside the taxonomy
+    are retried; every non-terminal error is
     handed over when retries end; terminal errors, hook errors and nested
     ``FallbackError`` are never retried. ``retry_on`` replaces the retry set,
     ``fallback_on`` replaces the hand-over set (an error in neither is raised
@@ -81,7 +83,7 @@ class Classifier:
             return bool(self._retry_on(error))
         if isinstance(error, ProviderError):
             return isinstance(error, TransientError | InvalidOutput) and not isinstance(
-                error, Rejected
+                error, Rejected | ResponseTooLarge
             )
         return True
 

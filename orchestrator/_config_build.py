@@ -55,6 +55,7 @@ def _provider(src: Source, name: str, spec: Any) -> Any:
                 base_url=spec.base_url,
                 api_key=None if spec.api_key is None else Secret(spec.api_key),
                 timeout=spec.timeout,
+                max_response_bytes=spec.max_response_bytes,
                 price=spec.price,
                 extra_headers=spec.headers,
             ),
@@ -67,7 +68,12 @@ def _provider(src: Source, name: str, spec: Any) -> Any:
             spec.url,
             name=name,
             allow_insecure_http=spec.allow_insecure_http,
-            **_given(headers=spec.headers, timeout=spec.timeout, price=spec.price),
+            **_given(
+                headers=spec.headers,
+                timeout=spec.timeout,
+                max_response_bytes=spec.max_response_bytes,
+                price=spec.price,
+            ),
         )
     if kind == "function":
         from providers import FunctionProvider

@@ -102,6 +102,7 @@ class _Vendor(_Policy):
     base_url: str | None = None
     api_key: str | None = None
     timeout: PositiveFloat | None = None
+    max_response_bytes: PositiveInt | None = None
     price: Price | None = None
     headers: dict[str, str] | None = None
     allow_insecure_http: Flag = False
@@ -127,6 +128,7 @@ class HTTPSpec(_Policy):
     url: str
     headers: dict[str, str] | None = None
     timeout: PositiveFloat | None = None
+    max_response_bytes: PositiveInt | None = None
     price: Price | None = None
     allow_insecure_http: Flag = False
 

@@ -21,7 +21,8 @@ provider, hand over to the next one, or stop everything::
     │   │   ├── NotInstalled           a CLI binary is missing
     │   │   └── CircuitOpen            skipped: the provider's circuit is open
     │   ├── InvalidOutput              reply is malformed or fails the schema: retry, then fall over
-    │   │   └── Rejected               the ``accept`` check refused the reply: fall over at once
+    │   │   ├── Rejected               the ``accept`` check refused the reply: fall over at once
+    │   │   └── ResponseTooLarge       reply over ``max_response_bytes``: fall over at once
     │   └── TerminalError              stop: no retry, no fallback
     │       ├── GuardrailTriggered     content policy / safety refusal
     │       └── InvalidRequest         malformed request (400)
@@ -58,6 +59,7 @@ __all__ = [
     "QuotaExhausted",
     "RateLimited",
     "Rejected",
+    "ResponseTooLarge",
     "ServerError",
     "StreamInterrupted",
     "TerminalError",
@@ -199,6 +201,14 @@ class InvalidOutput(ProviderError):
 
 class Rejected(InvalidOutput):
     """The ``accept`` check refused a well-formed reply: escalate to the next child at once."""
+
+
+class ResponseTooLarge(InvalidOutput):
+    """The reply (decoded body, stream, or one stream line or event) passed the provider's
+    ``max_response_bytes``: reading stopped there. Not retried on the same provider:
+    asking again costs the same download for a reply that is most likely as large
+    (a runaway generation or a broken or hostile server); the next child is asked.
+    """
 
 
 class TerminalError(ProviderError):

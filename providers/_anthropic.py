@@ -14,6 +14,7 @@ from typing import Any
 
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from providers._body import DEFAULT_MAX_RESPONSE_BYTES
 from providers._errors_map import map_anthropic_error
 from providers._http_base import (
     BAD_SHAPE,
@@ -74,6 +75,7 @@ class AnthropicMessages(VendorProvider):
         client: Any = None,
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model,
@@ -85,6 +87,7 @@ class AnthropicMessages(VendorProvider):
             client=client,
             allow_insecure_http=allow_insecure_http,
             extra_headers=extra_headers,
+            max_response_bytes=max_response_bytes,
         )
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")

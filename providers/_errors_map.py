@@ -371,7 +371,7 @@ def map_transport_error(
     """A failure below HTTP: ``ProviderTimeout`` past ``timeout``, ``StreamInterrupted``
     when a stream broke after it started, else ``ConnectionFailed``."""
     if timed_out:
-        where = "between stream chunks" if streaming else "for the reply"
+        where = "for the whole stream" if streaming else "for the reply"
         return ProviderTimeout(
             f"waited {timeout:g}s {where} (timeout={timeout:g}); "
             "raise timeout= if the model is slow",

@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from providers._body import DEFAULT_MAX_RESPONSE_BYTES
 from providers._errors_map import map_gemini_error
 from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json
 from providers._http_schema import gemini_schema
@@ -74,6 +75,7 @@ class GeminiGenerate(VendorProvider):
         client: Any = None,
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model
         super().__init__(
@@ -86,6 +88,7 @@ class GeminiGenerate(VendorProvider):
             client=client,
             allow_insecure_http=allow_insecure_http,
             extra_headers=extra_headers,
+            max_response_bytes=max_response_bytes,
         )
         root = f"{self.base_url}/v1beta/models/{self.model}"
         self._url = f"{root}:generateContent"

@@ -25,6 +25,12 @@ from orchestrator.errors import (
     StreamInterrupted,
     UnusableError,
 )
+from providers._body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    check_max_bytes,
+)
 from providers._client import (
     Transport,
     TransportError,
@@ -119,7 +125,13 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
 
 
 class VendorProvider:
-    """Base of the vendor providers: validated settings and the HTTP boundary."""
+    """Base of the vendor providers: validated settings and the HTTP boundary.
+
+    ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
+    byte, for ``complete`` and ``stream`` alike (``ProviderTimeout``).
+    ``max_response_bytes`` (default 32 MiB) caps the reply after decompression,
+    a whole stream included (``ResponseTooLarge``, which falls over at once).
+    """
 
     family: ClassVar[str] = ""
     env_vars: ClassVar[tuple[str, ...]] = ()
@@ -136,6 +148,7 @@ class VendorProvider:
         client: Any,
         allow_insecure_http: bool,
         extra_headers: Mapping[str, str] | None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -146,6 +159,9 @@ class VendorProvider:
         )
         self.name = name or f"{self.family}:{model}"
         self.timeout = seconds(timeout, field=f"{cls}.timeout")
+        self.max_response_bytes = check_max_bytes(
+            max_response_bytes, field=f"{cls}.max_response_bytes"
+        )
         self.price = validate_price(price, field=f"{cls}.price")
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
@@ -204,6 +220,9 @@ class VendorProvider:
         if cached is not None and cached[0] == key:
             return cached[1]
         headers = {"content-type": "application/json", **self._extra_headers}
+        for name in [h for h in headers if h.lower() == "accept-encoding"]:
+            del headers[name]  # only what providers._body inflates in bounded slices
+        headers["accept-encoding"] = ACCEPT_ENCODING
         headers.update(self.auth_headers(key))
         self._headers = (key, headers)
         return headers
@@ -242,7 +261,11 @@ class VendorProvider:
         headers = self.request_headers()
         transport = self._transport or shared_client()
         try:
-            reply = await transport.post(url, headers, json.dumps(payload).encode(), self.timeout)
+            reply = await transport.post(
+                url, headers, json.dumps(payload).encode(), self.timeout, self.max_response_bytes
+            )
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
             raise self._transport_failure(exc, streaming=False) from (exc.__cause__ or exc)
         if not 200 <= reply.status < 300:
@@ -254,23 +277,29 @@ class VendorProvider:
 
         A transport failure after the reply started is ``StreamInterrupted``, and
         so is a body that ends inside an event whose data is not whole JSON.
+        ``timeout`` bounds the whole stream (``ProviderTimeout``), and
+        ``max_response_bytes`` the whole body and so each line and event
+        (``ResponseTooLarge``).
         """
         headers = self.request_headers()
         transport = self._transport or shared_client()
+        limit = self.max_response_bytes
         try:
             async with transport.stream(
-                url, headers, json.dumps(payload).encode(), self.timeout
+                url, headers, json.dumps(payload).encode(), self.timeout, limit
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
                     raise self.map_error(reply.status, reply.headers, self._error_body(body))
-                async for event in sse_events(reply.chunks()):
+                async for event in sse_events(reply.chunks(), max_bytes=limit):
                     if not event.complete and not _whole(event.data):
                         raise StreamInterrupted(
                             "stream ended inside an event (no blank line after its data)",
                             provider=self.name,
                         )
                     yield event
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
             raise self._transport_failure(exc, streaming=True) from (exc.__cause__ or exc)
 

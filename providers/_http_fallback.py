@@ -24,6 +24,12 @@ from orchestrator.errors import (
     ProviderError,
     UnusableError,
 )
+from providers._body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    check_max_bytes,
+)
 from providers._client import (
     Transport,
     TransportError,
@@ -79,8 +85,10 @@ class HTTPFallback:
     every request, for fresh tokens). ``read_text(json) -> str`` reads another
     reply shape. A non-2xx reply raises the taxonomy error for its status,
     naming the status and the URL; a reply without a string ``text`` is
-    ``InvalidOutput``. Credentials (``headers=``, or user info / a token
-    query parameter in ``url``) travel only over https or to loopback unless
+    ``InvalidOutput``; one over ``max_response_bytes`` (default 32 MiB, after
+    decompression) is ``ResponseTooLarge``. ``timeout`` bounds the whole call.
+    Credentials (``headers=``, or user info / a token query parameter in
+    ``url``) travel only over https or to loopback unless
     ``allow_insecure_http=True``; their values are masked in every message.
     """
 
@@ -95,6 +103,7 @@ class HTTPFallback:
         price: tuple[float, float] | None = None,
         client: Any = None,
         allow_insecure_http: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
@@ -119,6 +128,9 @@ class HTTPFallback:
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self.name = name or f"http:{host}"
         self.timeout = seconds(timeout, field="HTTPFallback.timeout")
+        self.max_response_bytes = check_max_bytes(
+            max_response_bytes, field="HTTPFallback.max_response_bytes"
+        )
         self.price = validate_price(price, field="HTTPFallback.price")
         self._transport: Transport | None = None if client is None else to_transport(client)
         if client is None:
@@ -128,7 +140,7 @@ class HTTPFallback:
         return f"HTTPFallback(url={self._display!r}, name={self.name!r})"
 
     async def _request_headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING}
         source = self._headers
         if source is None:
             return headers
@@ -219,7 +231,11 @@ class HTTPFallback:
         body = json.dumps(handover_payload(request)).encode()
         transport = self._transport or shared_client()
         try:
-            reply = await transport.post(self.url, headers, body, self.timeout)
+            reply = await transport.post(
+                self.url, headers, body, self.timeout, self.max_response_bytes
+            )
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
             detail = short(str(exc), self._secrets(headers))
             raise (

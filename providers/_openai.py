@@ -19,6 +19,7 @@ from orchestrator.errors import (
     ProviderError,
     StreamInterrupted,
 )
+from providers._body import DEFAULT_MAX_RESPONSE_BYTES
 from providers._errors_map import map_openai_error, short
 from providers._http_base import (
     BAD_SHAPE,
@@ -65,6 +66,7 @@ class OpenAIChat(VendorProvider):
         client: Any = None,
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_tokens_param: str = "max_tokens",
     ) -> None:
         super().__init__(
@@ -77,6 +79,7 @@ class OpenAIChat(VendorProvider):
             client=client,
             allow_insecure_http=allow_insecure_http,
             extra_headers=extra_headers,
+            max_response_bytes=max_response_bytes,
         )
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(

@@ -62,6 +62,10 @@ class Fault:
     after: int = 2
     how: str = "end"
     prompt_blocked: bool = False
+    # -- hostile replies (oversized, endless) --
+    size: int = 0
+    gzip: bool = False
+    keepalive: bool = False
     _rng: random.Random | None = field(default=None, repr=False, compare=False)
 
     # -- successful replies -------------------------------------------------
@@ -245,6 +249,27 @@ class Fault:
             raise ValueError(f"Fault.cut_stream: how={how!r} must be one of {_CUT_MODES}")
         return Fault("cut_stream", after=after, text=text, how=how)
 
+    # -- hostile replies: too large, compressed bombs, no end ----------------------
+
+    @staticmethod
+    def oversized(size: int, *, gzip: bool = False) -> Fault:
+        """A well-formed 200 reply whose text is ``size`` characters ("x"): one JSON
+        body, or streamed, one text delta (a single SSE line of about ``size``
+        bytes). ``gzip=True`` sends it gzip-compressed (``Content-Encoding: gzip``):
+        a reply of 256 MB is about 250 KB on the wire, a "gzip bomb"."""
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"Fault.oversized: size={size!r} must be an int >= 1 (characters)")
+        return Fault("oversized", size=size, gzip=gzip)
+
+    @staticmethod
+    def endless(interval: float = 0.0, *, keepalive: bool = False) -> Fault:
+        """A 200 reply that never ends, until the client goes away: streamed, text
+        deltas (or, with ``keepalive``, only ``: keep-alive`` SSE comments) every
+        ``interval`` seconds (0: as fast as the client reads); not streamed, a
+        JSON body that never closes (with ``keepalive``, one space at a time)."""
+        _check_seconds("Fault.endless", "interval", interval)
+        return Fault("endless", interval=interval, keepalive=keepalive)
+
     # -- the script-file format -------------------------------------------------
 
     @staticmethod
@@ -309,6 +334,8 @@ _FACTORIES: dict[str, Any] = {
         "invalid_json",
         "missing_field",
         "cut_stream",
+        "oversized",
+        "endless",
     )
 }
 

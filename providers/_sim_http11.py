@@ -101,6 +101,14 @@ class Exchange:
         """Drop the connection now (the client sees a reset / incomplete body)."""
         self._conn.abort()
 
+    def backlog(self) -> int | None:
+        """Bytes written but not yet sent (None once the client went away): a long
+        writer waits while it is high, so the server never buffers a whole body."""
+        transport = self._conn._transport
+        if transport is None or transport.is_closing():
+            return None
+        return transport.get_write_buffer_size()
+
 
 Handler = Callable[[Exchange], Coroutine[Any, Any, None] | None]
 

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from providers._sim_faults import ERROR_KINDS, Fault
+from providers._sim_hostile import HOSTILE_KINDS, hostile
 from providers._sim_http11 import Exchange
 from providers._sim_wire import Call, Wire, dumps, reply_text, split_text, token_usage
 
@@ -192,6 +193,8 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return _forever()
     if kind == "cut_stream":
         return _cut(ex, wire, call, fault)
+    if kind in HOSTILE_KINDS:
+        return hostile(ex, wire, call, fault)
     if call.stream:
         if kind == "content_filter":
             events = wire.filtered_stream(call, fault.prompt_blocked)

@@ -5,6 +5,11 @@ on any failure below HTTP; it never retries and never follows a redirect (a
 3xx is returned, so headers carrying keys never reach another origin). Error
 messages show URLs without user info or query. :mod:`providers._client`
 owns the shared, pooled instance.
+
+Bodies are bounded the same way in both adapters: the libraries' own
+decompression is off, and :mod:`providers._body` decodes, counts and caps the
+raw bytes (``BodyTooLarge``, raised as is), and ``timeout`` bounds the whole
+exchange, streams included.
 """
 
 from __future__ import annotations
@@ -16,6 +21,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from providers._body import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    aiohttp_body,
+    asking_gzip,
+    bounded_chunks,
+)
 from providers._secret import (
     has_url_credentials,
     is_credential_header,
@@ -74,7 +86,8 @@ class RawReply:
 
 
 class StreamReply(Protocol):
-    """An HTTP reply whose body is read incrementally."""
+    """An HTTP reply whose body is read incrementally: decoded, capped at the
+    stream's ``max_bytes`` (``BodyTooLarge``) and within its deadline."""
 
     @property
     def status(self) -> int: ...
@@ -91,17 +104,28 @@ class StreamReply(Protocol):
 class Transport(Protocol):
     """What a provider needs from an HTTP client: one POST, whole or streamed.
 
-    ``timeout`` is the provider's attempt timeout in seconds: for ``post`` the
-    whole exchange, for ``stream`` the connection and each wait between chunks.
+    ``timeout`` is the provider's attempt timeout in seconds: the whole exchange,
+    from connecting to the body's last byte, for ``post`` and ``stream`` alike.
+    ``max_bytes`` caps the reply's body after decompression (``BodyTooLarge``).
     Implementations raise :class:`TransportError` and never retry.
     """
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> RawReply: ...
 
     def stream(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> AbstractAsyncContextManager[StreamReply]: ...
 
     async def aclose(self) -> None: ...
@@ -111,11 +135,12 @@ class Transport(Protocol):
 
 
 class _AiohttpStream:
-    __slots__ = ("_resp", "_url")
+    __slots__ = ("_max_bytes", "_resp", "_url")
 
-    def __init__(self, resp: aiohttp.ClientResponse, url: str) -> None:
+    def __init__(self, resp: aiohttp.ClientResponse, url: str, max_bytes: int) -> None:
         self._resp = resp
         self._url = url
+        self._max_bytes = max_bytes
 
     @property
     def status(self) -> int:
@@ -127,14 +152,21 @@ class _AiohttpStream:
 
     async def read(self) -> bytes:
         try:
-            return await self._resp.read()
+            return await aiohttp_body(self._resp, self._max_bytes)
+        except BodyTooLarge:
+            raise
         except Exception as exc:
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
+        resp = self._resp
+        encoding = resp.headers.get("Content-Encoding")
         try:
-            async for data in self._resp.content.iter_any():
+            # The deadline is aiohttp's own total timeout (set for streams too).
+            async for data in bounded_chunks(resp.content.iter_any(), encoding, self._max_bytes):
                 yield data
+        except BodyTooLarge:
+            raise
         except Exception as exc:
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
@@ -193,7 +225,7 @@ class AiohttpTransport:
     ) -> None:
         self._session = session
         self._owned = owned
-        self._timeouts: dict[tuple[float, bool], aiohttp.ClientTimeout] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._routes: dict[str, _Route] | None = {} if env_proxy else None
 
     def _proxy(self, url: str, headers: Mapping[str, str]) -> _Route:
@@ -230,21 +262,23 @@ class AiohttpTransport:
             return
         coro.close()
 
-    def _timeout(self, seconds: float, streaming: bool) -> aiohttp.ClientTimeout:
-        key = (seconds, streaming)
-        timeout = self._timeouts.get(key)
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        # ``total`` bounds the whole exchange, body included: a stream that drips a
+        # keep-alive forever ends at ``seconds`` like a whole reply does.
+        timeout = self._timeouts.get(seconds)
         if timeout is None:
             import aiohttp
 
-            if streaming:
-                timeout = aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds)
-            else:
-                timeout = aiohttp.ClientTimeout(total=seconds)
-            self._timeouts[key] = timeout
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
         return timeout
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> RawReply:
         try:
             proxy, auth, _ = (
@@ -253,19 +287,27 @@ class AiohttpTransport:
             async with self._session.post(
                 url,
                 data=body,
-                headers=headers,
-                timeout=self._timeout(timeout, False),
+                headers=asking_gzip(headers),
+                timeout=self._timeout(timeout),
                 allow_redirects=False,
                 proxy=proxy,
                 proxy_auth=auth,
+                auto_decompress=False,
             ) as resp:
-                return RawReply(resp.status, resp.headers, await resp.read())
+                return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
+        except BodyTooLarge:
+            raise
         except Exception as exc:
             raise _as_transport_error(exc, url) from exc
 
     @asynccontextmanager
     async def stream(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> AsyncGenerator[StreamReply, None]:
         try:
             proxy, auth, _ = (
@@ -274,16 +316,17 @@ class AiohttpTransport:
             resp = await self._session.post(
                 url,
                 data=body,
-                headers=headers,
-                timeout=self._timeout(timeout, True),
+                headers=asking_gzip(headers),
+                timeout=self._timeout(timeout),
                 allow_redirects=False,
                 proxy=proxy,
                 proxy_auth=auth,
+                auto_decompress=False,
             )
         except Exception as exc:
             raise _as_transport_error(exc, url) from exc
         try:
-            yield _AiohttpStream(resp, url)
+            yield _AiohttpStream(resp, url, max_bytes)
         finally:
             resp.close()
 
@@ -296,11 +339,13 @@ class AiohttpTransport:
 
 
 class _HttpxStream:
-    __slots__ = ("_resp", "_url")
+    __slots__ = ("_deadline", "_max_bytes", "_resp", "_url")
 
-    def __init__(self, resp: httpx.Response, url: str) -> None:
+    def __init__(self, resp: httpx.Response, url: str, max_bytes: int, deadline: float) -> None:
         self._resp = resp
         self._url = url
+        self._max_bytes = max_bytes
+        self._deadline = deadline  # httpx times each read only: the exchange's end is ours
 
     @property
     def status(self) -> int:
@@ -310,16 +355,25 @@ class _HttpxStream:
     def headers(self) -> Mapping[str, str]:
         return self._resp.headers
 
+    def _bounded(self) -> AsyncIterator[bytes]:
+        resp = self._resp
+        encoding = resp.headers.get("content-encoding")
+        return bounded_chunks(resp.aiter_raw(), encoding, self._max_bytes, self._deadline)
+
     async def read(self) -> bytes:
         try:
-            return await self._resp.aread()
+            return b"".join([data async for data in self._bounded()])
+        except BodyTooLarge:
+            raise
         except Exception as exc:
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:
-            async for data in self._resp.aiter_bytes():
+            async for data in self._bounded():
                 yield data
+        except BodyTooLarge:
+            raise
         except Exception as exc:
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
@@ -331,30 +385,36 @@ class HttpxTransport:
         self._client = client
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> RawReply:
-        try:
-            async with asyncio.timeout(timeout):
-                resp = await self._client.post(
-                    url, content=body, headers=headers, timeout=timeout, follow_redirects=False
-                )
-        except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
-        return RawReply(resp.status_code, resp.headers, resp.content)
+        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
+            return RawReply(reply.status, reply.headers, await reply.read())
 
     @asynccontextmanager
     async def stream(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> AsyncGenerator[StreamReply, None]:
+        deadline = asyncio.get_running_loop().time() + timeout
         request = self._client.build_request(
-            "POST", url, content=body, headers=headers, timeout=timeout
+            "POST", url, content=body, headers=asking_gzip(headers), timeout=timeout
         )
         try:
-            resp = await self._client.send(request, stream=True, follow_redirects=False)
+            async with asyncio.timeout_at(deadline):
+                resp = await self._client.send(request, stream=True, follow_redirects=False)
         except Exception as exc:
             raise _as_transport_error(exc, url) from exc
         try:
-            yield _HttpxStream(resp, url)
+            yield _HttpxStream(resp, url, max_bytes, deadline)
         finally:
             await resp.aclose()
 

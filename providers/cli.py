@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Literal
 
 from orchestrator._request import Request, Response
-from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError
+from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError, ResponseTooLarge
 from providers._cli_classify import Redactor, classify_exit, clip
 from providers._cli_formats import (
     classify_claude,
@@ -90,8 +90,9 @@ class CLIAgent:
     may return the taxonomy error a run represents (None: use the default,
     which maps a non-zero exit by its messages). ``env`` is merged over this
     process's environment (a ``None`` value removes a variable). Output past
-    ``max_output_bytes`` is read and dropped, and the call is ``InvalidOutput``:
-    a cut answer (or cut JSON) is never passed on as if it were whole.
+    ``max_output_bytes`` is read and dropped, and the call is ``ResponseTooLarge``
+    (an ``InvalidOutput`` that falls over at once, as an HTTP reply over
+    ``max_response_bytes`` does): a cut answer is never passed on as if it were whole.
     """
 
     def __init__(
@@ -199,7 +200,7 @@ class CLIAgent:
         """The Response of a finished run, or raise its taxonomy error."""
         redact = redact or Redactor()
         if out.stdout_truncated:
-            raise InvalidOutput(
+            raise ResponseTooLarge(
                 f"stdout exceeded max_output_bytes={self.max_output_bytes} (the agent wrote "
                 f"{out.stdout_bytes} bytes, exit status {out.returncode}); raise "
                 "max_output_bytes or ask for a shorter answer",

@@ -352,3 +352,29 @@ async def test_http_providers_from_a_file_fail_over_against_the_simulator(
 def test_config_error_is_a_value_error() -> None:
     assert issubclass(ConfigError, ValueError)
     assert Config.__name__ == "Config"
+
+
+def test_max_response_bytes_reaches_the_http_providers(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.toml",
+        """
+        [providers.o]
+        type = "openai"
+        model = "m"
+        max_response_bytes = 1_048_576
+
+        [providers.a]
+        type = "anthropic"
+        model = "m"
+
+        [providers.h]
+        type = "http"
+        url = "http://127.0.0.1:9/x"
+        max_response_bytes = 4096
+        """,
+    )
+    p = load_config(path, environ=ENV).providers
+    assert p["o"].max_response_bytes == 1_048_576
+    assert p["a"].max_response_bytes == 32 * 1024 * 1024  # the default
+    assert p["h"].max_response_bytes == 4096

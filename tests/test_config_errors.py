@@ -159,8 +159,9 @@ def test_unknown_key_suggests_and_lists_allowed_keys(tmp_path: Path) -> None:
     err = error_of(path)
     assert str(err.problems[1]) == (
         f"{path}:4: providers.codex.modle: unknown key (did you mean 'model'?); allowed here: "
-        "allow_insecure_http, api_key, base_url, headers, jitter, max_delay, max_retries, "
-        "max_tokens_param, model, price, retry_delay, retry_strategy, timeout, type"
+        "allow_insecure_http, api_key, base_url, headers, jitter, max_delay, "
+        "max_response_bytes, max_retries, max_tokens_param, model, price, retry_delay, "
+        "retry_strategy, timeout, type"
     )
     assert str(err.problems[0]) == f"{path}:2: providers.codex.model: is required but missing"
 
@@ -801,3 +802,22 @@ def test_every_problem_is_reported_in_line_order(tmp_path: Path) -> None:
         str(err).splitlines()[0]
         == f"{path}:2: providers.x.timeout: 0 is not allowed; use a number > 0"
     )
+
+
+def test_max_response_bytes_is_a_strict_positive_whole_number(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        "providers:\n"
+        "  o: {type: openai, model: m, max_response_bytes: 0}\n"
+        '  a: {type: anthropic, model: m, max_response_bytes: "1000"}\n'
+        "  g: {type: gemini, model: m, max_response_bytes: 1.5}\n"
+        "  h: {type: http, url: 'https://example.invalid/x', max_response_bytes: true}\n",
+    )
+    assert str(error_of(path)).splitlines() == [
+        f"{path}:2: providers.o.max_response_bytes: 0 is not allowed; use a number > 0",
+        f"{path}:3: providers.a.max_response_bytes: '1000' is not a whole number (it is a "
+        "string; write 1000 without quotes)",
+        f"{path}:4: providers.g.max_response_bytes: 1.5 is not a whole number",
+        f"{path}:5: providers.h.max_response_bytes: true is not a whole number",
+    ]

@@ -355,3 +355,19 @@ def test_policy_errors_name_the_argument_as_passed() -> None:
         RetryPolicy(delay=-1)
     with pytest.raises(ValueError, match=r"RetryPolicy\.strategy"):
         RetryPolicy(strategy="fibonacci")
+
+
+async def test_an_oversized_reply_falls_over_at_once_without_retries(clock: FakeClock) -> None:
+    from orchestrator.errors import InvalidOutput, ResponseTooLarge
+
+    big = Scripted("big", [ResponseTooLarge("reply over max_response_bytes", provider="big")])
+    ok = Scripted("ok", ["fine"])
+    agent = FallbackAgent(
+        [big, ok], max_retries=3, retry_strategy="none", schema_retries=2, clock=clock
+    )
+    result = await agent.run("x")
+    assert result.text == "fine" and result.handled_by == "ok"
+    assert big.calls == 1, "an oversized reply is not asked for again"
+    first = result.attempts[0]
+    assert isinstance(first.error, ResponseTooLarge) and isinstance(first.error, InvalidOutput)
+    assert first.reason == "invalid_output"

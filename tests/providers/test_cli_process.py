@@ -18,6 +18,7 @@ from orchestrator.errors import (
     NotInstalled,
     ProviderTimeout,
     RateLimited,
+    ResponseTooLarge,
     TransientError,
 )
 from providers.cli import CLIAgent, CLIOutput
@@ -135,6 +136,8 @@ async def test_output_over_the_cap_is_invalid_output_and_fully_drained() -> None
         await agent("flood", "3000000", max_output_bytes=1000).complete(Request("hi"))
     # The child was not blocked on a full pipe: it wrote everything and exited.
     assert "3000000 bytes" in str(info.value)
+    # The same size rule as the HTTP providers' max_response_bytes: falls over, no retry.
+    assert type(info.value) is ResponseTooLarge
     assert time.monotonic() - start < 10
 
 
