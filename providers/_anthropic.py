@@ -22,6 +22,7 @@ from providers._http_base import (
     dig,
     load_json,
     schema_name,
+    tokens,
 )
 from providers._secret import Secret
 
@@ -161,7 +162,7 @@ class AnthropicMessages(VendorProvider):
         usage = data.get("usage")
         return self.response(
             text,
-            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+            Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
             if isinstance(usage, Mapping)
             else None,
             data.get("model"),
@@ -204,8 +205,8 @@ class AnthropicMessages(VendorProvider):
                     message = dig(data, "message", what="stream event")
                     model = message.get("model")
                     usage = message.get("usage") or {}
-                    input_tokens = int(usage.get("input_tokens") or 0)
-                    output_tokens = int(usage.get("output_tokens") or 0)
+                    input_tokens = tokens(usage.get("input_tokens"))
+                    output_tokens = tokens(usage.get("output_tokens"))
                     saw_usage = "input_tokens" in usage
                 elif kind == "content_block_delta":
                     delta = dig(data, "delta", what="stream event")
@@ -217,7 +218,7 @@ class AnthropicMessages(VendorProvider):
                     if stop == "refusal":
                         raise _refusal(self.name)
                     usage = data.get("usage") or {}
-                    output_tokens = int(usage.get("output_tokens") or output_tokens)
+                    output_tokens = tokens(usage.get("output_tokens") or output_tokens)
             except BAD_SHAPE as exc:
                 raise self.invalid(exc) from exc
             if text:

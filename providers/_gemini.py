@@ -16,7 +16,7 @@ from typing import Any
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from providers._errors_map import map_gemini_error
-from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json
+from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json, tokens
 from providers._http_schema import gemini_schema
 from providers._secret import Secret
 
@@ -39,8 +39,8 @@ def _usage(data: Mapping[str, Any]) -> Usage | None:
     meta = data.get("usageMetadata")
     if not isinstance(meta, Mapping):
         return None
-    output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
-    return Usage(int(meta.get("promptTokenCount") or 0), output)
+    output = tokens(meta.get("candidatesTokenCount")) + tokens(meta.get("thoughtsTokenCount"))
+    return Usage(tokens(meta.get("promptTokenCount")), output)
 
 
 def _text(parts: Any) -> str:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from orchestrator._request import Response, Usage
@@ -38,11 +40,14 @@ from providers._sse import SSEEvent, sse_events
 
 __all__ = [
     "BAD_SHAPE",
+    "MAX_JSON_DEPTH",
     "Missing",
     "VendorProvider",
     "cost_of",
     "dig",
     "load_json",
+    "parse_json",
+    "tokens",
     "schema_name",
     "seconds",
     "validate_price",
@@ -55,9 +60,31 @@ class Missing(Exception):
     """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
 
 
-BAD_SHAPE = (Missing, TypeError, ValueError, AttributeError, KeyError, IndexError)
-"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``...):
-providers catch these around parsing and raise ``InvalidOutput`` from them."""
+BAD_SHAPE = (
+    Missing,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
+"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``,
+``int(1e308 * 10)``...): providers catch these around parsing and raise
+``InvalidOutput`` for them."""
+
+MAX_TOKENS = 2**53
+"""Token counts at or past this are not counts (and would lose precision as floats)."""
+
+
+def tokens(value: Any) -> int:
+    """A token count from a reply (``None``/absent is 0); ``ValueError`` unless it is a
+    whole number in ``0..MAX_TOKENS``, so costs computed from it stay finite."""
+    count = int(value or 0)
+    if not 0 <= count < MAX_TOKENS:
+        raise ValueError(f"token count {str(count)[:20]} is out of range")
+    return count
 
 
 def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
@@ -75,16 +102,78 @@ def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
     return node
 
 
-def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
-    """Parse JSON, raising ``InvalidOutput`` (cause chained) when it is not."""
+MAX_JSON_DEPTH = 512
+"""Deepest nesting of arrays and objects accepted in a document from the network (real
+replies nest a few dozen levels; the C parser's own limit is the interpreter's stack)."""
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the four brackets
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def _too_deep(data: bytes) -> bool:
+    """True when ``data`` nests arrays/objects deeper than :data:`MAX_JSON_DEPTH`.
+
+    Linear time and no recursion: cut out strings (brackets in text are not
+    nesting), keep only brackets, and take the highest running depth.
+    """
+    shape = _STRING.sub(b"", data).translate(None, _BRACKETS)
+    return max(accumulate(map(_STEP.__getitem__, shape)), default=0) > MAX_JSON_DEPTH
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf - inf and nan - nan are nan
+        raise ValueError(f"number out of range: {text[:20]}")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Parse a document from the network, strictly: ``ValueError`` when it is not JSON,
+    nests deeper than :data:`MAX_JSON_DEPTH`, or holds ``NaN``, ``Infinity`` or a number
+    that overflows a float (``1e999``), so no ``int(inf)`` can fail later.
+
+    Every document read from upstream goes through here (reply, stream event, error body).
+    """
+    if isinstance(data, bytes):
+        text = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads does
+    else:
+        text = data
+    # Counting brackets is C-speed; only a document with many of them is scanned.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _too_deep(
+        text.encode("utf-8", "surrogatepass")
+    ):
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(data)
+        return _DECODER.decode(text)
+    except RecursionError:  # cannot happen after the scan; kept so nothing else escapes
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
+    """Parse JSON with :func:`parse_json`, raising ``InvalidOutput`` when it is not."""
+    try:
+        return parse_json(data)
     except ValueError as exc:
-        raise InvalidOutput(
-            f"{what} is not valid JSON ({type(exc).__name__} at char "
-            f"{getattr(exc, 'pos', '?')}, {len(data)} bytes)",
-            provider=provider,
-        ) from exc
+        # Described, not chained: a JSONDecodeError holds the whole document (.doc).
+        reason = (
+            f"{type(exc).__name__} at char {exc.pos}"
+            if isinstance(exc, json.JSONDecodeError)
+            else short(str(exc))
+        )
+        failure = InvalidOutput(
+            f"{what} is not valid JSON ({reason}, {len(data)} bytes)", provider=provider
+        )
+    raise failure
 
 
 def seconds(value: float | timedelta, *, field: str) -> float:
@@ -221,7 +310,7 @@ class VendorProvider:
 
     def _error_body(self, body: bytes) -> Any:
         try:
-            return json.loads(body)
+            return parse_json(body)
         except ValueError:
             return None
 
@@ -291,7 +380,7 @@ def _whole(data: str) -> bool:
     if data == "[DONE]":
         return True
     try:
-        json.loads(data)
+        parse_json(data)
     except ValueError:
         return False
     return True

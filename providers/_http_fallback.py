@@ -32,7 +32,15 @@ from providers._client import (
     to_transport,
 )
 from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
-from providers._http_base import cost_of, load_json, seconds, validate_price
+from providers._http_base import (
+    BAD_SHAPE,
+    cost_of,
+    load_json,
+    parse_json,
+    seconds,
+    tokens,
+    validate_price,
+)
 from providers._secret import (
     Secret,
     check_endpoint,
@@ -158,7 +166,7 @@ class HTTPFallback:
         # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
         # convention; its hints (quota, context length) refine the status.
         try:
-            parsed = json.loads(body)
+            parsed = parse_json(body)
         except ValueError:
             parsed = None
         err = map_openai_error(status, headers, parsed, provider=self.name, key=secrets)
@@ -195,11 +203,11 @@ class HTTPFallback:
         usage = data.get("usage") if isinstance(data, Mapping) else None
         try:
             use = (
-                Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+                Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
                 if isinstance(usage, Mapping)
                 else None
             )
-        except (TypeError, ValueError) as exc:
+        except BAD_SHAPE as exc:
             raise InvalidOutput(
                 f"the reply's usage is not token counts ({type(exc).__name__}; "
                 f"from {self._display}): give integer input_tokens/output_tokens",

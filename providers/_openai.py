@@ -27,6 +27,7 @@ from providers._http_base import (
     dig,
     load_json,
     schema_name,
+    tokens,
 )
 from providers._secret import Secret
 
@@ -37,7 +38,7 @@ def _usage(data: Any) -> Usage | None:
     usage = data.get("usage") if isinstance(data, Mapping) else None
     if not isinstance(usage, Mapping):
         return None
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return Usage(tokens(usage.get("prompt_tokens")), tokens(usage.get("completion_tokens")))
 
 
 class OpenAIChat(VendorProvider):
