@@ -176,7 +176,8 @@ class AnthropicMessages(VendorProvider):
         try:
             return self.parse(data, request.json_schema is not None, prefill)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text (or, for structured output, tool-input JSON) deltas, then the Response.
@@ -200,6 +201,7 @@ class AnthropicMessages(VendorProvider):
             if kind == "error":
                 raise map_anthropic_error(None, {}, data, provider=self.name, key=self.secrets())
             text = ""
+            failure: InvalidOutput | None = None
             try:
                 if kind == "message_start":
                     message = dig(data, "message", what="stream event")
@@ -220,7 +222,9 @@ class AnthropicMessages(VendorProvider):
                     usage = data.get("usage") or {}
                     output_tokens = tokens(usage.get("output_tokens") or output_tokens)
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             if text:
                 parts.append(text)
                 yield text

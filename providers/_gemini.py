@@ -152,7 +152,8 @@ class GeminiGenerate(VendorProvider):
         try:
             return self.parse(data)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text as it arrives, then the final Response.
@@ -172,6 +173,7 @@ class GeminiGenerate(VendorProvider):
             if "error" in data:
                 code = dig_code(data)
                 raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
             try:
                 self._check_blocked(data)
                 usage = _usage(data) or usage
@@ -187,7 +189,9 @@ class GeminiGenerate(VendorProvider):
                     text = _text(content["parts"])
                 finish = candidate.get("finishReason") or finish
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             if text:
                 parts.append(text)
                 yield text

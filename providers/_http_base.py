@@ -3,10 +3,11 @@
 Vendor modules (``_openai``, ``_anthropic``, ``_gemini``) subclass
 :class:`VendorProvider` and supply the payload, the reply parsing and the
 error mapping; this module owns the boundary: every failure leaves here as a
-class of :mod:`orchestrator.errors`, with the library's exception as
-``__cause__``, and no message holds the key (the one actually sent, given or
-read from the environment), a credential of the URL or of a credential
-header, or the prompt.
+class of :mod:`orchestrator.errors`, with the library's exception described
+(type and masked message, :func:`~providers._errors_map.redacted`) as
+``__cause__``, never chained itself, and no message holds the key (the one
+actually sent, given or read from the environment), a credential of the URL or
+of a credential header, or the prompt.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from providers._client import (
     shared_client,
     to_transport,
 )
-from providers._errors_map import map_transport_error, short
+from providers._errors_map import map_transport_error, redacted, short
 from providers._secret import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from providers._sse import SSEEvent, sse_events
 
@@ -315,25 +316,33 @@ class VendorProvider:
             return None
 
     def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
+        """The taxonomy error for ``exc``, the library's exception described as its cause
+        (:func:`redacted`); raise it outside the ``except`` block."""
         detail = short(str(exc), self.secrets())
         if exc.refused:
-            return UnusableError(detail, provider=self.name)
-        return map_transport_error(
-            exc.timed_out,
-            detail,
-            provider=self.name,
-            timeout=self.timeout,
-            streaming=streaming and exc.after_headers,
-        )
+            err: ProviderError = UnusableError(detail, provider=self.name)
+        else:
+            err = map_transport_error(
+                exc.timed_out,
+                detail,
+                provider=self.name,
+                timeout=self.timeout,
+                streaming=streaming and exc.after_headers,
+            )
+        err.__cause__ = redacted(exc.__cause__ or exc, self.secrets())
+        return err
 
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
         """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
         headers = self.request_headers()
         transport = self._transport or shared_client()
+        failure: ProviderError | None = None
         try:
             reply = await transport.post(url, headers, json.dumps(payload).encode(), self.timeout)
         except TransportError as exc:
-            raise self._transport_failure(exc, streaming=False) from (exc.__cause__ or exc)
+            failure = self._transport_failure(exc, streaming=False)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
         return load_json(reply.body, provider=self.name)
@@ -346,6 +355,7 @@ class VendorProvider:
         """
         headers = self.request_headers()
         transport = self._transport or shared_client()
+        failure: ProviderError | None = None
         try:
             async with transport.stream(
                 url, headers, json.dumps(payload).encode(), self.timeout
@@ -361,18 +371,23 @@ class VendorProvider:
                         )
                     yield event
         except TransportError as exc:
-            raise self._transport_failure(exc, streaming=True) from (exc.__cause__ or exc)
+            failure = self._transport_failure(exc, streaming=True)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
-        :data:`BAD_SHAPE`; raise it ``from exc``)."""
+        :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
+        ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
         if isinstance(exc, Missing):
             return InvalidOutput(str(exc), provider=self.name)
-        return InvalidOutput(
+        err = InvalidOutput(
             f"reply has an unexpected shape ({type(exc).__name__}: "
             f"{short(str(exc), self.secrets())})",
             provider=self.name,
         )
+        err.__cause__ = redacted(exc, self.secrets())
+        return err
 
 
 def _whole(data: str) -> bool:

@@ -31,7 +31,13 @@ from providers._client import (
     shared_client,
     to_transport,
 )
-from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
+from providers._errors_map import (
+    error_fields,
+    map_openai_error,
+    map_transport_error,
+    redacted,
+    short,
+)
 from providers._http_base import (
     BAD_SHAPE,
     cost_of,
@@ -183,6 +189,7 @@ class HTTPFallback:
                 f"{self._display} withheld the reply (finish_reason=content_filter)",
                 provider=self.name,
             )
+        failure: InvalidOutput | None = None
         try:
             text = (
                 self._read_text(data)
@@ -190,10 +197,14 @@ class HTTPFallback:
                 else (data.get("text") if isinstance(data, Mapping) else None)
             )
         except Exception as exc:
-            raise InvalidOutput(
+            # Described, not chained: what read_text raises may quote the reply.
+            failure = InvalidOutput(
                 f"read_text raised {type(exc).__name__} on the reply from {self._display}",
                 provider=self.name,
-            ) from exc
+            )
+            failure.__cause__ = redacted(exc, self._fixed_secrets)
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         if not isinstance(text, str):
             what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
             raise InvalidOutput(
@@ -208,11 +219,14 @@ class HTTPFallback:
                 else None
             )
         except BAD_SHAPE as exc:
-            raise InvalidOutput(
+            failure = InvalidOutput(
                 f"the reply's usage is not token counts ({type(exc).__name__}; "
                 f"from {self._display}): give integer input_tokens/output_tokens",
                 provider=self.name,
-            ) from exc
+            )
+            failure.__cause__ = redacted(exc, self._fixed_secrets)
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         model = data.get("model") if isinstance(data, Mapping) else None
         return Response(
             text=text,
@@ -226,17 +240,22 @@ class HTTPFallback:
         headers = await self._request_headers()
         body = json.dumps(handover_payload(request)).encode()
         transport = self._transport or shared_client()
+        failure: ProviderError | None = None
         try:
             reply = await transport.post(self.url, headers, body, self.timeout)
         except TransportError as exc:
-            detail = short(str(exc), self._secrets(headers))
-            raise (
+            secrets = self._secrets(headers)
+            detail = short(str(exc), secrets)
+            failure = (
                 UnusableError(detail, provider=self.name)
                 if exc.refused
                 else map_transport_error(
                     exc.timed_out, detail, provider=self.name, timeout=self.timeout
                 )
-            ) from (exc.__cause__ or exc)
+            )
+            failure.__cause__ = redacted(exc.__cause__ or exc, secrets)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
         return self._parse(load_json(reply.body, provider=self.name))

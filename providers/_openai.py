@@ -151,7 +151,8 @@ class OpenAIChat(VendorProvider):
         try:
             return self.parse(data)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
@@ -194,12 +195,15 @@ class OpenAIChat(VendorProvider):
             if "error" in chunk:
                 code = dig_status(chunk)
                 raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
             try:
                 usage = _usage(chunk) or usage
                 model = chunk.get("model") or model
                 texts, saw, finish = self._deltas(chunk, finish)
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             saw_choice = saw_choice or saw
             for text in texts:
                 parts.append(text)
