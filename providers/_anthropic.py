@@ -20,6 +20,7 @@ from providers._http_base import (
     Missing,
     VendorProvider,
     dig,
+    join_url,
     load_json,
     schema_name,
     tokens,
@@ -91,7 +92,7 @@ class AnthropicMessages(VendorProvider):
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
-        self._url = f"{self.base_url}/v1/messages"
+        self._url = join_url(self.base_url, "/v1/messages")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"x-api-key": key.reveal(), "anthropic-version": self.anthropic_version}

@@ -16,7 +16,15 @@ from typing import Any
 from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from providers._errors_map import map_gemini_error
-from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json, tokens
+from providers._http_base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    join_url,
+    load_json,
+    tokens,
+)
 from providers._http_schema import gemini_schema
 from providers._secret import Secret
 
@@ -87,9 +95,9 @@ class GeminiGenerate(VendorProvider):
             allow_insecure_http=allow_insecure_http,
             extra_headers=extra_headers,
         )
-        root = f"{self.base_url}/v1beta/models/{self.model}"
-        self._url = f"{root}:generateContent"
-        self._stream_url = f"{root}:streamGenerateContent?alt=sse"
+        root = f"/v1beta/models/{self.model}"
+        self._url = join_url(self.base_url, f"{root}:generateContent")
+        self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"x-goog-api-key": key.reveal()}

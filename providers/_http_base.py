@@ -17,6 +17,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator._request import Response, Usage
 from orchestrator.errors import (
@@ -45,6 +46,7 @@ __all__ = [
     "VendorProvider",
     "cost_of",
     "dig",
+    "join_url",
     "load_json",
     "parse_json",
     "tokens",
@@ -119,6 +121,18 @@ def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
     raise failure
 
 
+def join_url(base: str, path: str) -> str:
+    """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
+    ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
+
+    Every vendor builds its endpoint URLs here, once, at construction.
+    """
+    parts = urlsplit(base)
+    tail, _, extra = path.partition("?")
+    query = "&".join(q for q in (parts.query, extra) if q)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
+
+
 def seconds(value: float | timedelta, *, field: str) -> float:
     """A positive number of seconds from a float or a ``timedelta``."""
     out = value.total_seconds() if isinstance(value, timedelta) else value
@@ -174,7 +188,10 @@ class VendorProvider:
             raise ValueError(f"{cls}.model: {model!r} must be a non-empty model name")
         self.model = model
         self.base_url = check_endpoint(
-            base_url, field=f"{cls}.base_url", allow_insecure_http=allow_insecure_http
+            base_url,
+            field=f"{cls}.base_url",
+            allow_insecure_http=allow_insecure_http,
+            allow_user_info=False,
         )
         self.name = name or f"{self.family}:{model}"
         self.timeout = seconds(timeout, field=f"{cls}.timeout")
@@ -188,7 +205,7 @@ class VendorProvider:
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
         self._display_url = redact_url(self.base_url)
-        # Credentials besides the key, masked in every message: the URL's user info and
+        # Credentials besides the key, masked in every message: the URL's
         # credential query values, and credential extra headers (Authorization, *key*...).
         self._fixed_secrets = url_secrets(self.base_url) + header_secrets(self._extra_headers)
 

@@ -53,6 +53,7 @@ from providers._secret import (
     has_url_credentials,
     header_secrets,
     redact_url,
+    split_user_info,
     url_secrets,
 )
 
@@ -65,6 +66,10 @@ HeadersArg = (
     | None
 )
 _ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
+
+
+def _has_authorization(headers: Mapping[str, str]) -> bool:
+    return any(str(name).lower() == "authorization" for name in headers)
 
 
 def handover_payload(request: Request) -> dict[str, Any]:
@@ -96,6 +101,8 @@ class HTTPFallback:
     ``InvalidOutput``. Credentials (``headers=``, or user info / a token
     query parameter in ``url``) travel only over https or to loopback unless
     ``allow_insecure_http=True``; their values are masked in every message.
+    User info (``https://user:password@host/...``) is sent as a Basic
+    ``Authorization`` header, so it cannot be combined with another one.
     """
 
     def __init__(
@@ -112,7 +119,7 @@ class HTTPFallback:
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
-        self.url = check_endpoint(
+        checked = check_endpoint(
             url,
             field="HTTPFallback.url",
             allow_insecure_http=allow_insecure_http
@@ -123,11 +130,21 @@ class HTTPFallback:
                 "HTTPFallback.headers: expected a dict or a callable returning one, "
                 f"got {type(headers).__name__}"
             )
+        # User info in the URL is sent as a Basic Authorization header instead.
+        self.url, self._basic = split_user_info(checked)
+        if self._basic and isinstance(headers, Mapping) and _has_authorization(headers):
+            raise ValueError(
+                f"HTTPFallback: url={redact_url(checked)!r} carries user info and headers= "
+                "an Authorization header; give the credential once"
+            )
         self._headers = headers
         self._read_text = read_text
         self._display = redact_url(self.url)
-        self._fixed_secrets = url_secrets(self.url) + (
-            header_secrets(headers) if isinstance(headers, Mapping) else ()
+        self._fixed_secrets = url_secrets(checked) + header_secrets(
+            {
+                "authorization": self._basic or "",
+                **(headers if isinstance(headers, Mapping) else {}),
+            }
         )
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
@@ -143,6 +160,8 @@ class HTTPFallback:
 
     async def _request_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json"}
+        if self._basic:
+            headers["authorization"] = self._basic
         source = self._headers
         if source is None:
             return headers
@@ -158,6 +177,12 @@ class HTTPFallback:
                 f"headers callable failed ({type(exc).__name__}); fix the token source",
                 provider=self.name,
             ) from exc
+        if self._basic and callable(source) and _has_authorization(value):
+            raise AuthenticationFailed(
+                "the headers callable returned an Authorization header and the url carries "
+                "user info; give the credential once",
+                provider=self.name,
+            )
         return headers
 
     def _secrets(self, sent: Mapping[str, str]) -> tuple[Secret, ...]:

@@ -25,6 +25,7 @@ from providers._http_base import (
     Missing,
     VendorProvider,
     dig,
+    join_url,
     load_json,
     schema_name,
     tokens,
@@ -85,7 +86,7 @@ class OpenAIChat(VendorProvider):
                 "use 'max_tokens' or 'max_completion_tokens'"
             )
         self.max_tokens_param = max_tokens_param
-        self._url = f"{self.base_url}/chat/completions"
+        self._url = join_url(self.base_url, "/chat/completions")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"authorization": f"Bearer {key.reveal()}"}
