@@ -49,9 +49,9 @@ __all__ = [
     "join_url",
     "load_json",
     "parse_json",
-    "tokens",
     "schema_name",
     "seconds",
+    "tokens",
     "validate_price",
 ]
 

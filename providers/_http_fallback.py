@@ -214,29 +214,9 @@ class HTTPFallback:
                 f"{self._display} withheld the reply (finish_reason=content_filter)",
                 provider=self.name,
             )
-        failure: InvalidOutput | None = None
-        try:
-            text = (
-                self._read_text(data)
-                if self._read_text
-                else (data.get("text") if isinstance(data, Mapping) else None)
-            )
-        except Exception as exc:
-            # Described, not chained: what read_text raises may quote the reply.
-            failure = InvalidOutput(
-                f"read_text raised {type(exc).__name__} on the reply from {self._display}",
-                provider=self.name,
-            )
-            failure.__cause__ = redacted(exc, self._fixed_secrets)
-        if failure is not None:
-            raise failure  # not in the except block, where exc would be the context
-        if not isinstance(text, str):
-            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
-            raise InvalidOutput(
-                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
-                provider=self.name,
-            )
+        text = self._text(data)
         usage = data.get("usage") if isinstance(data, Mapping) else None
+        failure: InvalidOutput | None = None
         try:
             use = (
                 Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
@@ -244,12 +224,11 @@ class HTTPFallback:
                 else None
             )
         except BAD_SHAPE as exc:
-            failure = InvalidOutput(
+            failure = self._invalid(
                 f"the reply's usage is not token counts ({type(exc).__name__}; "
                 f"from {self._display}): give integer input_tokens/output_tokens",
-                provider=self.name,
+                exc,
             )
-            failure.__cause__ = redacted(exc, self._fixed_secrets)
         if failure is not None:
             raise failure  # not in the except block, where exc would be the context
         model = data.get("model") if isinstance(data, Mapping) else None
@@ -259,6 +238,36 @@ class HTTPFallback:
             model=model if isinstance(model, str) else None,
             cost_usd=cost_of(use, self.price),
         )
+
+    def _text(self, data: Any) -> str:
+        """The reply's text: ``read_text(data)``, or its ``text`` string."""
+        failure: InvalidOutput | None = None
+        try:
+            text = (
+                self._read_text(data)
+                if self._read_text
+                else (data.get("text") if isinstance(data, Mapping) else None)
+            )
+        except Exception as exc:
+            failure = self._invalid(
+                f"read_text raised {type(exc).__name__} on the reply from {self._display}", exc
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
+        if not isinstance(text, str):
+            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
+            raise InvalidOutput(
+                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
+                provider=self.name,
+            )
+        return text
+
+    def _invalid(self, message: str, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` with ``exc`` described as its cause, not chained (what
+        ``read_text`` or a conversion raises may quote the reply)."""
+        err = InvalidOutput(message, provider=self.name)
+        err.__cause__ = redacted(exc, self._fixed_secrets)
+        return err
 
     async def complete(self, request: Request) -> Response:
         """POST the request; every failure raised as an ``orchestrator.errors`` class."""

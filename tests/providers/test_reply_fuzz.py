@@ -143,6 +143,16 @@ _OK_EVENTS: dict[str, list[Any]] = {
     ],
 }
 
+
+def _nested(depth: int) -> list[Any]:
+    """A list nested ``depth`` deep (past the loader's limit of 512 at most 700, which
+    ``json.dumps`` in this test can still write)."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 _LEAF = (
     st.none()
     | st.booleans()
@@ -157,16 +167,7 @@ JSON_VALUES = st.recursive(
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
     ),
     max_leaves=10,
-) | st.integers(min_value=1, max_value=700).map(lambda n: _nested(n))
-
-
-def _nested(depth: int) -> list[Any]:
-    """A list nested ``depth`` deep (past the loader's limit of 512 at most 700, which
-    ``json.dumps`` in this test can still write)."""
-    value: list[Any] = []
-    for _ in range(depth - 1):
-        value = [value]
-    return value
+) | st.integers(min_value=1, max_value=700).map(_nested)
 
 
 # Numbers a hostile upstream sends where counts belong (drawn half the time).
