@@ -21,8 +21,10 @@ from providers._http_base import (
     Missing,
     VendorProvider,
     dig,
+    join_url,
     load_json,
     schema_name,
+    tokens,
 )
 from providers._secret import Secret
 
@@ -93,7 +95,7 @@ class AnthropicMessages(VendorProvider):
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
-        self._url = f"{self.base_url}/v1/messages"
+        self._url = join_url(self.base_url, "/v1/messages")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"x-api-key": key.reveal(), "anthropic-version": self.anthropic_version}
@@ -164,7 +166,7 @@ class AnthropicMessages(VendorProvider):
         usage = data.get("usage")
         return self.response(
             text,
-            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+            Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
             if isinstance(usage, Mapping)
             else None,
             data.get("model"),
@@ -178,7 +180,8 @@ class AnthropicMessages(VendorProvider):
         try:
             return self.parse(data, request.json_schema is not None, prefill)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text (or, for structured output, tool-input JSON) deltas, then the Response.
@@ -202,13 +205,14 @@ class AnthropicMessages(VendorProvider):
             if kind == "error":
                 raise map_anthropic_error(None, {}, data, provider=self.name, key=self.secrets())
             text = ""
+            failure: InvalidOutput | None = None
             try:
                 if kind == "message_start":
                     message = dig(data, "message", what="stream event")
                     model = message.get("model")
                     usage = message.get("usage") or {}
-                    input_tokens = int(usage.get("input_tokens") or 0)
-                    output_tokens = int(usage.get("output_tokens") or 0)
+                    input_tokens = tokens(usage.get("input_tokens"))
+                    output_tokens = tokens(usage.get("output_tokens"))
                     saw_usage = "input_tokens" in usage
                 elif kind == "content_block_delta":
                     delta = dig(data, "delta", what="stream event")
@@ -220,9 +224,11 @@ class AnthropicMessages(VendorProvider):
                     if stop == "refusal":
                         raise _refusal(self.name)
                     usage = data.get("usage") or {}
-                    output_tokens = int(usage.get("output_tokens") or output_tokens)
+                    output_tokens = tokens(usage.get("output_tokens") or output_tokens)
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             if text:
                 parts.append(text)
                 yield text

@@ -31,7 +31,7 @@ from orchestrator.errors import (
     StreamInterrupted,
     UnusableError,
 )
-from providers._secret import Secret, scrub
+from providers._secret import Secret, redact_urls, scrub
 
 __all__ = [
     "error_fields",
@@ -42,6 +42,8 @@ __all__ = [
     "map_status",
     "map_transport_error",
     "parse_retry_after",
+    "Redacted",
+    "redacted",
     "retry_hint",
     "short",
 ]
@@ -66,6 +68,22 @@ def short(text: str, *secrets: Secrets) -> str:
     """``text`` with secrets masked, on one line, cut to about 200 characters."""
     text = " ".join(scrub(text, *secrets).split())
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+class Redacted(Exception):
+    """What a project error chains as ``__cause__`` in place of a library's exception:
+    the type name and a masked, cut message, and nothing else.
+
+    Never chain the library's exception itself: aiohttp's ``ClientResponseError``
+    holds the request headers (the key), ``JSONDecodeError.doc`` the whole body,
+    and either could reach a log through ``repr``, pickle or a traceback. Raise the
+    project error *outside* the ``except`` block, or ``__context__`` keeps the original.
+    """
+
+
+def redacted(exc: BaseException, *secrets: Secrets) -> Redacted:
+    """``exc`` described as a :class:`Redacted` (URLs cut, ``secrets`` masked, one line)."""
+    return Redacted(short(redact_urls(f"{type(exc).__name__}: {exc}"), *secrets))
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:

@@ -17,7 +17,15 @@ from orchestrator._request import Request, Response, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from providers._body import DEFAULT_MAX_RESPONSE_BYTES
 from providers._errors_map import map_gemini_error
-from providers._http_base import BAD_SHAPE, Missing, VendorProvider, dig, load_json
+from providers._http_base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    join_url,
+    load_json,
+    tokens,
+)
 from providers._http_schema import gemini_schema
 from providers._secret import Secret
 
@@ -40,8 +48,8 @@ def _usage(data: Mapping[str, Any]) -> Usage | None:
     meta = data.get("usageMetadata")
     if not isinstance(meta, Mapping):
         return None
-    output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
-    return Usage(int(meta.get("promptTokenCount") or 0), output)
+    output = tokens(meta.get("candidatesTokenCount")) + tokens(meta.get("thoughtsTokenCount"))
+    return Usage(tokens(meta.get("promptTokenCount")), output)
 
 
 def _text(parts: Any) -> str:
@@ -90,9 +98,9 @@ class GeminiGenerate(VendorProvider):
             extra_headers=extra_headers,
             max_response_bytes=max_response_bytes,
         )
-        root = f"{self.base_url}/v1beta/models/{self.model}"
-        self._url = f"{root}:generateContent"
-        self._stream_url = f"{root}:streamGenerateContent?alt=sse"
+        root = f"/v1beta/models/{self.model}"
+        self._url = join_url(self.base_url, f"{root}:generateContent")
+        self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"x-goog-api-key": key.reveal()}
@@ -155,7 +163,8 @@ class GeminiGenerate(VendorProvider):
         try:
             return self.parse(data)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text as it arrives, then the final Response.
@@ -175,6 +184,7 @@ class GeminiGenerate(VendorProvider):
             if "error" in data:
                 code = dig_code(data)
                 raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
             try:
                 self._check_blocked(data)
                 usage = _usage(data) or usage
@@ -190,7 +200,9 @@ class GeminiGenerate(VendorProvider):
                     text = _text(content["parts"])
                 finish = candidate.get("finishReason") or finish
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             if text:
                 parts.append(text)
                 yield text

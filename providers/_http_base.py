@@ -3,10 +3,11 @@
 Vendor modules (``_openai``, ``_anthropic``, ``_gemini``) subclass
 :class:`VendorProvider` and supply the payload, the reply parsing and the
 error mapping; this module owns the boundary: every failure leaves here as a
-class of :mod:`orchestrator.errors`, with the library's exception as
-``__cause__``, and no message holds the key (the one actually sent, given or
-read from the environment), a credential of the URL or of a credential
-header, or the prompt.
+class of :mod:`orchestrator.errors`, with the library's exception described
+(type and masked message, :func:`~providers._errors_map.redacted`) as
+``__cause__``, never chained itself, and no message holds the key (the one
+actually sent, given or read from the environment), a credential of the URL or
+of a credential header, or the prompt.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator._request import Response, Usage
 from orchestrator.errors import (
@@ -38,19 +40,24 @@ from providers._client import (
     shared_client,
     to_transport,
 )
-from providers._errors_map import map_transport_error, short
+from providers._errors_map import map_transport_error, redacted, short
+from providers._json import MAX_JSON_DEPTH, parse_json
 from providers._secret import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from providers._sse import SSEEvent, sse_events
 
 __all__ = [
     "BAD_SHAPE",
+    "MAX_JSON_DEPTH",
     "Missing",
     "VendorProvider",
     "cost_of",
     "dig",
+    "join_url",
     "load_json",
+    "parse_json",
     "schema_name",
     "seconds",
+    "tokens",
     "validate_price",
 ]
 
@@ -61,9 +68,31 @@ class Missing(Exception):
     """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
 
 
-BAD_SHAPE = (Missing, TypeError, ValueError, AttributeError, KeyError, IndexError)
-"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``...):
-providers catch these around parsing and raise ``InvalidOutput`` from them."""
+BAD_SHAPE = (
+    Missing,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
+"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``,
+``int(1e308 * 10)``...): providers catch these around parsing and raise
+``InvalidOutput`` for them."""
+
+MAX_TOKENS = 2**53
+"""Token counts at or past this are not counts (and would lose precision as floats)."""
+
+
+def tokens(value: Any) -> int:
+    """A token count from a reply (``None``/absent is 0); ``ValueError`` unless it is a
+    whole number in ``0..MAX_TOKENS``, so costs computed from it stay finite."""
+    count = int(value or 0)
+    if not 0 <= count < MAX_TOKENS:
+        raise ValueError(f"token count {str(count)[:20]} is out of range")
+    return count
 
 
 def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
@@ -82,15 +111,32 @@ def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
 
 
 def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
-    """Parse JSON, raising ``InvalidOutput`` (cause chained) when it is not."""
+    """Parse JSON with :func:`parse_json`, raising ``InvalidOutput`` when it is not."""
     try:
-        return json.loads(data)
+        return parse_json(data)
     except ValueError as exc:
-        raise InvalidOutput(
-            f"{what} is not valid JSON ({type(exc).__name__} at char "
-            f"{getattr(exc, 'pos', '?')}, {len(data)} bytes)",
-            provider=provider,
-        ) from exc
+        # Described, not chained: a JSONDecodeError holds the whole document (.doc).
+        reason = (
+            f"{type(exc).__name__} at char {exc.pos}"
+            if isinstance(exc, json.JSONDecodeError)
+            else short(str(exc))
+        )
+        failure = InvalidOutput(
+            f"{what} is not valid JSON ({reason}, {len(data)} bytes)", provider=provider
+        )
+    raise failure
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
+    ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
+
+    Every vendor builds its endpoint URLs here, once, at construction.
+    """
+    parts = urlsplit(base)
+    tail, _, extra = path.partition("?")
+    query = "&".join(q for q in (parts.query, extra) if q)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
 
 
 def seconds(value: float | timedelta, *, field: str) -> float:
@@ -155,7 +201,10 @@ class VendorProvider:
             raise ValueError(f"{cls}.model: {model!r} must be a non-empty model name")
         self.model = model
         self.base_url = check_endpoint(
-            base_url, field=f"{cls}.base_url", allow_insecure_http=allow_insecure_http
+            base_url,
+            field=f"{cls}.base_url",
+            allow_insecure_http=allow_insecure_http,
+            allow_user_info=False,
         )
         self.name = name or f"{self.family}:{model}"
         self.timeout = seconds(timeout, field=f"{cls}.timeout")
@@ -172,7 +221,7 @@ class VendorProvider:
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
         self._display_url = redact_url(self.base_url)
-        # Credentials besides the key, masked in every message: the URL's user info and
+        # Credentials besides the key, masked in every message: the URL's
         # credential query values, and credential extra headers (Authorization, *key*...).
         self._fixed_secrets = url_secrets(self.base_url) + header_secrets(self._extra_headers)
 
@@ -240,34 +289,46 @@ class VendorProvider:
 
     def _error_body(self, body: bytes) -> Any:
         try:
-            return json.loads(body)
+            return parse_json(body)
         except ValueError:
             return None
 
     def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
+        """The taxonomy error for ``exc``, the library's exception described as its cause
+        (:func:`redacted`); raise it outside the ``except`` block."""
         detail = short(str(exc), self.secrets())
         if exc.refused:
-            return UnusableError(detail, provider=self.name)
-        return map_transport_error(
-            exc.timed_out,
-            detail,
-            provider=self.name,
-            timeout=self.timeout,
-            streaming=streaming and exc.after_headers,
-        )
+            err: ProviderError = UnusableError(detail, provider=self.name)
+        else:
+            err = map_transport_error(
+                exc.timed_out,
+                detail,
+                provider=self.name,
+                timeout=self.timeout,
+                streaming=streaming and exc.after_headers,
+            )
+        err.__cause__ = redacted(exc.__cause__ or exc, self.secrets())
+        return err
 
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
         """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
         headers = self.request_headers()
         transport = self._transport or shared_client()
+        failure: ProviderError | None = None
         try:
             reply = await transport.post(
-                url, headers, json.dumps(payload).encode(), self.timeout, self.max_response_bytes
+                url,
+                headers,
+                json.dumps(payload).encode(),
+                self.timeout,
+                max_bytes=self.max_response_bytes,
             )
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
-            raise self._transport_failure(exc, streaming=False) from (exc.__cause__ or exc)
+            failure = self._transport_failure(exc, streaming=False)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
         return load_json(reply.body, provider=self.name)
@@ -284,9 +345,10 @@ class VendorProvider:
         headers = self.request_headers()
         transport = self._transport or shared_client()
         limit = self.max_response_bytes
+        failure: ProviderError | None = None
         try:
             async with transport.stream(
-                url, headers, json.dumps(payload).encode(), self.timeout, limit
+                url, headers, json.dumps(payload).encode(), self.timeout, max_bytes=limit
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
@@ -301,18 +363,23 @@ class VendorProvider:
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
-            raise self._transport_failure(exc, streaming=True) from (exc.__cause__ or exc)
+            failure = self._transport_failure(exc, streaming=True)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
-        :data:`BAD_SHAPE`; raise it ``from exc``)."""
+        :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
+        ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
         if isinstance(exc, Missing):
             return InvalidOutput(str(exc), provider=self.name)
-        return InvalidOutput(
+        err = InvalidOutput(
             f"reply has an unexpected shape ({type(exc).__name__}: "
             f"{short(str(exc), self.secrets())})",
             provider=self.name,
         )
+        err.__cause__ = redacted(exc, self.secrets())
+        return err
 
 
 def _whole(data: str) -> bool:
@@ -320,7 +387,7 @@ def _whole(data: str) -> bool:
     if data == "[DONE]":
         return True
     try:
-        json.loads(data)
+        parse_json(data)
     except ValueError:
         return False
     return True

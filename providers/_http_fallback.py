@@ -37,14 +37,29 @@ from providers._client import (
     shared_client,
     to_transport,
 )
-from providers._errors_map import error_fields, map_openai_error, map_transport_error, short
-from providers._http_base import cost_of, load_json, seconds, validate_price
+from providers._errors_map import (
+    error_fields,
+    map_openai_error,
+    map_transport_error,
+    redacted,
+    short,
+)
+from providers._http_base import (
+    BAD_SHAPE,
+    cost_of,
+    load_json,
+    parse_json,
+    seconds,
+    tokens,
+    validate_price,
+)
 from providers._secret import (
     Secret,
     check_endpoint,
     has_url_credentials,
     header_secrets,
     redact_url,
+    split_user_info,
     url_secrets,
 )
 
@@ -57,6 +72,10 @@ HeadersArg = (
     | None
 )
 _ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
+
+
+def _has_authorization(headers: Mapping[str, str]) -> bool:
+    return any(str(name).lower() == "authorization" for name in headers)
 
 
 def handover_payload(request: Request) -> dict[str, Any]:
@@ -90,6 +109,8 @@ class HTTPFallback:
     Credentials (``headers=``, or user info / a token query parameter in
     ``url``) travel only over https or to loopback unless
     ``allow_insecure_http=True``; their values are masked in every message.
+    User info (``https://user:password@host/...``) is sent as a Basic
+    ``Authorization`` header, so it cannot be combined with another one.
     """
 
     def __init__(
@@ -107,7 +128,7 @@ class HTTPFallback:
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
-        self.url = check_endpoint(
+        checked = check_endpoint(
             url,
             field="HTTPFallback.url",
             allow_insecure_http=allow_insecure_http
@@ -118,11 +139,21 @@ class HTTPFallback:
                 "HTTPFallback.headers: expected a dict or a callable returning one, "
                 f"got {type(headers).__name__}"
             )
+        # User info in the URL is sent as a Basic Authorization header instead.
+        self.url, self._basic = split_user_info(checked)
+        if self._basic and isinstance(headers, Mapping) and _has_authorization(headers):
+            raise ValueError(
+                f"HTTPFallback: url={redact_url(checked)!r} carries user info and headers= "
+                "an Authorization header; give the credential once"
+            )
         self._headers = headers
         self._read_text = read_text
         self._display = redact_url(self.url)
-        self._fixed_secrets = url_secrets(self.url) + (
-            header_secrets(headers) if isinstance(headers, Mapping) else ()
+        self._fixed_secrets = url_secrets(checked) + header_secrets(
+            {
+                "authorization": self._basic or "",
+                **(headers if isinstance(headers, Mapping) else {}),
+            }
         )
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
@@ -141,6 +172,8 @@ class HTTPFallback:
 
     async def _request_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING}
+        if self._basic:
+            headers["authorization"] = self._basic
         source = self._headers
         if source is None:
             return headers
@@ -156,6 +189,12 @@ class HTTPFallback:
                 f"headers callable failed ({type(exc).__name__}); fix the token source",
                 provider=self.name,
             ) from exc
+        if self._basic and callable(source) and _has_authorization(value):
+            raise AuthenticationFailed(
+                "the headers callable returned an Authorization header and the url carries "
+                "user info; give the credential once",
+                provider=self.name,
+            )
         return headers
 
     def _secrets(self, sent: Mapping[str, str]) -> tuple[Secret, ...]:
@@ -170,7 +209,7 @@ class HTTPFallback:
         # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
         # convention; its hints (quota, context length) refine the status.
         try:
-            parsed = json.loads(body)
+            parsed = parse_json(body)
         except ValueError:
             parsed = None
         err = map_openai_error(status, headers, parsed, provider=self.name, key=secrets)
@@ -187,36 +226,23 @@ class HTTPFallback:
                 f"{self._display} withheld the reply (finish_reason=content_filter)",
                 provider=self.name,
             )
-        try:
-            text = (
-                self._read_text(data)
-                if self._read_text
-                else (data.get("text") if isinstance(data, Mapping) else None)
-            )
-        except Exception as exc:
-            raise InvalidOutput(
-                f"read_text raised {type(exc).__name__} on the reply from {self._display}",
-                provider=self.name,
-            ) from exc
-        if not isinstance(text, str):
-            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
-            raise InvalidOutput(
-                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
-                provider=self.name,
-            )
+        text = self._text(data)
         usage = data.get("usage") if isinstance(data, Mapping) else None
+        failure: InvalidOutput | None = None
         try:
             use = (
-                Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+                Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
                 if isinstance(usage, Mapping)
                 else None
             )
-        except (TypeError, ValueError) as exc:
-            raise InvalidOutput(
+        except BAD_SHAPE as exc:
+            failure = self._invalid(
                 f"the reply's usage is not token counts ({type(exc).__name__}; "
                 f"from {self._display}): give integer input_tokens/output_tokens",
-                provider=self.name,
-            ) from exc
+                exc,
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         model = data.get("model") if isinstance(data, Mapping) else None
         return Response(
             text=text,
@@ -225,26 +251,61 @@ class HTTPFallback:
             cost_usd=cost_of(use, self.price),
         )
 
+    def _text(self, data: Any) -> str:
+        """The reply's text: ``read_text(data)``, or its ``text`` string."""
+        failure: InvalidOutput | None = None
+        try:
+            text = (
+                self._read_text(data)
+                if self._read_text
+                else (data.get("text") if isinstance(data, Mapping) else None)
+            )
+        except Exception as exc:
+            failure = self._invalid(
+                f"read_text raised {type(exc).__name__} on the reply from {self._display}", exc
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
+        if not isinstance(text, str):
+            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
+            raise InvalidOutput(
+                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
+                provider=self.name,
+            )
+        return text
+
+    def _invalid(self, message: str, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` with ``exc`` described as its cause, not chained (what
+        ``read_text`` or a conversion raises may quote the reply)."""
+        err = InvalidOutput(message, provider=self.name)
+        err.__cause__ = redacted(exc, self._fixed_secrets)
+        return err
+
     async def complete(self, request: Request) -> Response:
         """POST the request; every failure raised as an ``orchestrator.errors`` class."""
         headers = await self._request_headers()
         body = json.dumps(handover_payload(request)).encode()
         transport = self._transport or shared_client()
+        failure: ProviderError | None = None
         try:
             reply = await transport.post(
-                self.url, headers, body, self.timeout, self.max_response_bytes
+                self.url, headers, body, self.timeout, max_bytes=self.max_response_bytes
             )
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
-            detail = short(str(exc), self._secrets(headers))
-            raise (
+            secrets = self._secrets(headers)
+            detail = short(str(exc), secrets)
+            failure = (
                 UnusableError(detail, provider=self.name)
                 if exc.refused
                 else map_transport_error(
                     exc.timed_out, detail, provider=self.name, timeout=self.timeout
                 )
-            ) from (exc.__cause__ or exc)
+            )
+            failure.__cause__ = redacted(exc.__cause__ or exc, secrets)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
         return self._parse(load_json(reply.body, provider=self.name))

@@ -26,8 +26,10 @@ from providers._http_base import (
     Missing,
     VendorProvider,
     dig,
+    join_url,
     load_json,
     schema_name,
+    tokens,
 )
 from providers._secret import Secret
 
@@ -38,7 +40,7 @@ def _usage(data: Any) -> Usage | None:
     usage = data.get("usage") if isinstance(data, Mapping) else None
     if not isinstance(usage, Mapping):
         return None
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return Usage(tokens(usage.get("prompt_tokens")), tokens(usage.get("completion_tokens")))
 
 
 class OpenAIChat(VendorProvider):
@@ -87,7 +89,7 @@ class OpenAIChat(VendorProvider):
                 "use 'max_tokens' or 'max_completion_tokens'"
             )
         self.max_tokens_param = max_tokens_param
-        self._url = f"{self.base_url}/chat/completions"
+        self._url = join_url(self.base_url, "/chat/completions")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"authorization": f"Bearer {key.reveal()}"}
@@ -153,7 +155,8 @@ class OpenAIChat(VendorProvider):
         try:
             return self.parse(data)
         except BAD_SHAPE as exc:
-            raise self.invalid(exc) from exc
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
@@ -196,12 +199,15 @@ class OpenAIChat(VendorProvider):
             if "error" in chunk:
                 code = dig_status(chunk)
                 raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
             try:
                 usage = _usage(chunk) or usage
                 model = chunk.get("model") or model
                 texts, saw, finish = self._deltas(chunk, finish)
             except BAD_SHAPE as exc:
-                raise self.invalid(exc) from exc
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
             saw_choice = saw_choice or saw
             for text in texts:
                 parts.append(text)

@@ -10,10 +10,11 @@ and :func:`header_secrets` find them so messages can mask them.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import unquote_plus, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "KEY_SHAPED",
@@ -26,6 +27,7 @@ __all__ = [
     "redact_url",
     "redact_urls",
     "scrub",
+    "split_user_info",
     "url_secrets",
 ]
 
@@ -174,6 +176,21 @@ def header_secrets(headers: Mapping[str, str]) -> tuple[Secret, ...]:
     return _secrets(values)
 
 
+def split_user_info(url: str) -> tuple[str, str | None]:
+    """``url`` without ``user:password@``, and the ``Basic`` Authorization value it
+    stood for (None when there was none). Sending the credential as a header works
+    the same on every client (aiohttp refuses user info next to an Authorization header).
+    """
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    pair = f"{unquote(user)}:{unquote(password)}".encode()
+    bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return bare, "Basic " + base64.b64encode(pair).decode("ascii")
+
+
 def redact_url(url: str) -> str:
     """``scheme://host:port/path`` of ``url``: no user info, query or fragment."""
     try:
@@ -208,12 +225,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_endpoint(url: str, *, field: str, allow_insecure_http: bool) -> str:
+def check_endpoint(
+    url: str, *, field: str, allow_insecure_http: bool, allow_user_info: bool = True
+) -> str:
     """Validate ``url`` (named ``field`` in errors) and return it without a trailing slash.
 
     Credentials only travel over https, or plain http to loopback; any other
     ``http://`` URL raises ``ValueError`` unless ``allow_insecure_http=True``.
-    Messages show the URL without user info or query (see :func:`redact_url`).
+    ``allow_user_info=False`` refuses ``user:password@`` in the URL (a vendor
+    authenticates with its key, and aiohttp refuses user info next to an
+    Authorization header). Messages show the URL without user info or query
+    (see :func:`redact_url`).
     """
     shown = redact_url(url)
     try:
@@ -226,6 +248,11 @@ def check_endpoint(url: str, *, field: str, allow_insecure_http: bool) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
             f"{field}={shown!r} is not an http(s) URL; give e.g. 'https://api.example.com/v1'"
+        )
+    if not allow_user_info and "@" in parts.netloc:
+        raise ValueError(
+            f"{field}={shown!r} carries user info (user:password@ in the URL): pass the key "
+            "as api_key=, or a credential header with extra_headers=, not in the URL"
         )
     if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
         raise ValueError(

@@ -44,6 +44,7 @@ from providers._cli_formats import (
 )
 from providers._cli_gemini import gemini_settings_file
 from providers._cli_process import CLIOutput, run_process
+from providers._errors_map import Redacted
 
 __all__ = ["CLIAgent", "CLIOutput", "ClaudeCode", "Codex", "GeminiCLI"]
 
@@ -215,15 +216,18 @@ class CLIAgent:
             if err.provider is None:
                 err.provider = self.name
             raise err
+        failure: InvalidOutput | None = None
         try:
             result = self._parse_output(out)
         except ProviderError:
             raise
         except Exception as exc:
-            raise InvalidOutput(
-                f"unreadable output: {type(exc).__name__}: {clip(redact(str(exc)), 200)}",
-                provider=self.name,
-            ) from exc
+            # Described, not chained: a JSONDecodeError's .doc is the whole stdout.
+            why = f"{type(exc).__name__}: {clip(redact(str(exc)), 200)}"
+            failure = InvalidOutput(f"unreadable output: {why}", provider=self.name)
+            failure.__cause__ = Redacted(why)
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         return Response(text=result) if isinstance(result, str) else result
 
 

@@ -710,11 +710,11 @@ def test_urls_and_text_without_literal_credentials_are_accepted(tmp_path: Path) 
         providers:
           hook:
             type: http
-            url: "https://h.example/c?token=${HOOK_TOKEN}&mode=fast&keyword=x"
+            url: "https://${GW_USER}:${GW_PASSWORD}@h.example/c?token=${HOOK_TOKEN}&mode=fast&keyword=x"
           gw:
             type: openai
             model: m
-            base_url: "https://${GW_USER}:${GW_PASSWORD}@gw.example/v1?api-version=2024"
+            base_url: "https://gw.example/v1?api-version=2024&sig=${GW_PASSWORD}"
             api_key: "${OPENAI_API_KEY:-}"
           c:
             type: claude_code
@@ -728,6 +728,25 @@ def test_urls_and_text_without_literal_credentials_are_accepted(tmp_path: Path) 
     )
     env = {"HOOK_TOKEN": "t", "GW_USER": "u", "GW_PASSWORD": "p", "T": "t"}
     assert sorted(load_config(path, environ=env).providers) == ["c", "gw", "hook", "o"]
+
+
+def test_user_info_in_a_vendor_base_url_is_refused(tmp_path: Path) -> None:
+    # User info moved above to the http provider (which sends it as Basic auth): a
+    # vendor authenticates with its key, and refuses user info (issue 8, section 7).
+    path = write(
+        tmp_path,
+        "chain.yaml",
+        """
+        providers:
+          gw:
+            type: openai
+            model: m
+            base_url: "https://${GW_USER}:${GW_PASSWORD}@gw.example/v1?api-version=2024"
+        """,
+    )
+    err = str(error_of(path, environ={"GW_USER": "u", "GW_PASSWORD": "p-s3cr3t"}))
+    assert "providers.gw.base_url" in err and "api_key=" in err
+    assert "p-s3cr3t" not in err
 
 
 def test_cli_env_with_a_literal_key_is_refused(tmp_path: Path) -> None:

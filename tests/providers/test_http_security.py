@@ -252,7 +252,9 @@ def test_http_fallback_without_credentials_may_use_plain_http() -> None:
 
 
 def test_repr_hides_url_credentials() -> None:
-    provider = OpenAIChat("m", base_url="https://team:pw-s3cr3t@gw.example/v1?k=1", api_key="x")
+    # User info in a vendor's base_url is refused at construction (issue 8, section 7);
+    # a credential query parameter is the vendor URL credential left to hide.
+    provider = OpenAIChat("m", base_url="https://gw.example/v1?key=pw-s3cr3t&k=1", api_key="x")
     assert "pw-s3cr3t" not in repr(provider) and "https://gw.example/v1" in repr(provider)
     fallback = HTTPFallback("https://bot:pw-s3cr3t@h.example/c?token=TOKSECRET")
     assert "pw-s3cr3t" not in repr(fallback) and "TOKSECRET" not in repr(fallback)
