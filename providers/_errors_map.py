@@ -10,6 +10,7 @@ tells the user what to fix; the request text never is.
 from __future__ import annotations
 
 import email.utils
+import math
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -86,26 +87,33 @@ def redacted(exc: BaseException, *secrets: Secrets) -> Redacted:
     return Redacted(short(redact_urls(f"{type(exc).__name__}: {exc}"), *secrets))
 
 
+def _finite(text: str | None) -> float | None:
+    """``text`` as a finite float, else ``None`` ("nan" and "1e999" are no usable hint)."""
+    if text is None:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
 
     ``None`` when neither header is present or parseable; never negative.
     ``now`` (epoch seconds) is for tests; it defaults to ``time.time()``.
     """
-    ms = header(headers, "retry-after-ms")
+    ms = _finite(header(headers, "retry-after-ms"))
     if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+        return max(0.0, ms / 1000.0)
     value = header(headers, "retry-after")
     if value is None:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    delay = _finite(value)
+    if delay is not None:
+        return max(0.0, delay)
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

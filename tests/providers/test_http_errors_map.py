@@ -55,6 +55,11 @@ def gemini_body(code: int, status: str, message: str, details: Any = None) -> An
         ({"Retry-After": email.utils.formatdate(NOW + 30, usegmt=True)}, 30.0),
         ({"Retry-After": email.utils.formatdate(NOW - 30, usegmt=True)}, 0.0),
         ({"Retry-After": "soon"}, None),
+        # Not finite: no usable hint (NaN used to read as 0, "1e999" as forever).
+        ({"Retry-After": "nan"}, None),
+        ({"Retry-After": "1e999"}, None),
+        ({"Retry-After": "inf"}, None),
+        ({"retry-after-ms": "NaN", "retry-after": "9"}, 9.0),
     ],
 )
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
