@@ -44,7 +44,7 @@ from providers_bench import KEY, Sim
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.health import MemoryHealthStore
 from providers import AnthropicMessages, OpenAIChat
-from providers._client import close_shared_client
+from providers.http.client import close_shared_client
 
 IN_FLIGHT = 100
 FAIL = {"status": 503}

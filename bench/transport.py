@@ -111,8 +111,8 @@ async def _make_clients(
         "aiohttp": (aiohttp_call, session),
     }
     if with_providers:
-        from orchestrator._request import Request
-        from providers._openai import OpenAIChat
+        from orchestrator.types import Request
+        from providers.openai import OpenAIChat
 
         provider = OpenAIChat(
             "bench", base_url=url.removesuffix("/chat/completions"), api_key="sk-bench"
@@ -158,7 +158,7 @@ async def _run(args: argparse.Namespace, url: str) -> dict[str, dict[str, float]
         if closer is not None:
             await closer.close() if hasattr(closer, "closed") else await closer.aclose()
     if not args.no_providers:
-        from providers._client import close_shared_client
+        from providers.http.client import close_shared_client
 
         await close_shared_client()
     out: dict[str, dict[str, float]] = {}

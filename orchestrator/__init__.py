@@ -8,14 +8,22 @@ Public API (implementation modules are private)::
 from __future__ import annotations
 
 from orchestrator import errors
-from orchestrator._attempt import REASONS, Attempt
-from orchestrator._clock import Clock, SystemClock
-from orchestrator._provider import Provider, StreamingProvider
-from orchestrator._request import Message, Request, Response, Usage
-from orchestrator._result import Result, Stop
+from orchestrator.clock import Clock, SystemClock
+from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FallbackError, HookError
-from orchestrator.fallback import FallbackAgent
 from orchestrator.policy import RetryPolicy
+from orchestrator.types import (
+    REASONS,
+    Attempt,
+    Message,
+    Provider,
+    Request,
+    Response,
+    Result,
+    Stop,
+    StreamingProvider,
+    Usage,
+)
 from orchestrator.workflow import (
     Parallel,
     Phase,

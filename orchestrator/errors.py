@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orchestrator._attempt import Attempt
+    from orchestrator.types import Attempt
 
 __all__ = [
     "AuthenticationFailed",

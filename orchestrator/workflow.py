@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 
-from orchestrator._request import Request, Response
-from orchestrator._result import Result
+from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FallbackError, ProviderError
-from orchestrator.fallback import FallbackAgent
+from orchestrator.types import Request, Response, Result
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
 

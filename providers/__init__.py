@@ -11,23 +11,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from providers._anthropic import AnthropicMessages
-    from providers._client import close_shared_client, shared_client
-    from providers._function import FunctionProvider
-    from providers._gemini import GeminiGenerate
-    from providers._http_fallback import HTTPFallback
-    from providers._openai import OpenAIChat
+    from orchestrator.function import FunctionProvider
+    from providers.anthropic import AnthropicMessages
     from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
+    from providers.gemini.client import GeminiGenerate
+    from providers.generic_http import HTTPFallback
+    from providers.http.client import close_shared_client, shared_client
+    from providers.openai import OpenAIChat
     from providers.simulated import Fault, SimulatedServer
 
 _LAZY = {
-    "FunctionProvider": "providers._function",
-    "OpenAIChat": "providers._openai",
-    "AnthropicMessages": "providers._anthropic",
-    "GeminiGenerate": "providers._gemini",
-    "HTTPFallback": "providers._http_fallback",
-    "shared_client": "providers._client",
-    "close_shared_client": "providers._client",
+    "FunctionProvider": "orchestrator.function",
+    "OpenAIChat": "providers.openai",
+    "AnthropicMessages": "providers.anthropic",
+    "GeminiGenerate": "providers.gemini.client",
+    "HTTPFallback": "providers.generic_http",
+    "shared_client": "providers.http.client",
+    "close_shared_client": "providers.http.client",
     "CLIAgent": "providers.cli",
     "ClaudeCode": "providers.cli",
     "Codex": "providers.cli",

@@ -281,7 +281,7 @@ def test_demo_in_process_plain(capsys: pytest.CaptureFixture[str]) -> None:
 async def test_demo_with_rich_renders_the_attempts_table() -> None:
     from rich.console import Console
 
-    from orchestrator._demo import Printer, _main
+    from providers.demo import Printer, _main
 
     printer = Printer(plain=False)
     printer.console = Console(record=True, width=200, file=io.StringIO(), force_terminal=True)

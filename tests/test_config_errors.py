@@ -515,8 +515,8 @@ def test_environment_values_never_appear_in_constructor_errors(tmp_path: Path) -
 
 
 def test_constructor_messages_are_scrubbed_of_environment_values_and_url_parts() -> None:
-    from orchestrator._config_scrub import EnvValues, constructor_problem
-    from orchestrator._config_source import Source
+    from orchestrator.config.scrub import EnvValues, constructor_problem
+    from orchestrator.config.source import Source
 
     src = Source("chain.yaml", {}, lambda path: 7)
     value = "https://bot:hunter2pass@gw.corp.example/v1?api_key=TOPSECRET-123&x=1"

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from orchestrator import errors as E
-from orchestrator._request import Request
-from providers._anthropic import AnthropicMessages
-from providers._gemini import GeminiGenerate
-from providers._http_fallback import HTTPFallback
-from providers._openai import OpenAIChat
+from orchestrator.types import Request
+from providers.anthropic import AnthropicMessages
+from providers.gemini.client import GeminiGenerate
+from providers.generic_http import HTTPFallback
+from providers.openai import OpenAIChat
 from providers.simulated import SimulatedServer
 from tests.providers.test_http_matrix import call
 
@@ -64,7 +64,7 @@ async def test_a_query_in_base_url_is_kept_and_the_path_appended_to_the_path(
 
 
 def test_join_url_keeps_both_queries_and_drops_the_fragment() -> None:
-    from providers._http_base import join_url
+    from providers.http.base import join_url
 
     assert join_url("https://h/v1", "/chat") == "https://h/v1/chat"
     assert join_url("https://h/v1/", "/chat") == "https://h/v1/chat"

@@ -1,4 +1,4 @@
-"""providers._body: decoding, counting and capping a reply body in bounded slices."""
+"""providers.http.body: decoding, counting and capping a reply body in bounded slices."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from orchestrator import errors as E
-from providers._body import (
+from providers.http.body import (
     SLICE,
     BodyTooLarge,
     BodyUndecodable,

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from orchestrator._request import Request, Usage
 from orchestrator.errors import (
     AuthenticationFailed,
     ContextWindowExceeded,
@@ -21,6 +20,7 @@ from orchestrator.errors import (
     ServerError,
     UnusableError,
 )
+from orchestrator.types import Request, Usage
 from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
 
 from .conftest_cli import FAKE_AGENT

@@ -19,7 +19,7 @@ from orchestrator.errors import (
     StreamInterrupted,
     TransientError,
 )
-from providers._cli_classify import Redactor, classify_exit, error_for, find_status, retry_after_in
+from providers.cli.classify import Redactor, classify_exit, error_for, find_status, retry_after_in
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator._request import Request, Response
 from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
@@ -21,6 +20,7 @@ from orchestrator.errors import (
     ResponseTooLarge,
     TransientError,
 )
+from orchestrator.types import Request, Response
 from providers.cli import CLIAgent, CLIOutput
 
 from .conftest_cli import STANDIN, alive, reaped, wait_dead, wait_file

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator._request import Request
+from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import (
     AuthenticationFailed,
     GuardrailTriggered,
@@ -25,8 +25,8 @@ from orchestrator.errors import (
     RateLimited,
     StreamInterrupted,
 )
-from orchestrator.fallback import FallbackAgent
-from providers._anthropic import AnthropicMessages
+from orchestrator.types import Request
+from providers.anthropic import AnthropicMessages
 from providers.cli import ClaudeCode, Codex, GeminiCLI
 from providers.simulated import Fault, SimulatedServer
 

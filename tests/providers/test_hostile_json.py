@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator import errors as E
-from orchestrator._request import Request
+from orchestrator.types import Request
 from providers.simulated import Fault, SimulatedServer
 from tests.providers.test_http_matrix import call, make
 
@@ -110,7 +110,7 @@ async def test_hostile_reply_costs_as_many_requests_as_malformed_json(
 
 
 def test_load_json_depth_limit_is_exact() -> None:
-    from providers._http_base import MAX_JSON_DEPTH, load_json
+    from providers.http.base import MAX_JSON_DEPTH, load_json
 
     ok = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert load_json(ok, provider="p") is not None
@@ -125,7 +125,7 @@ def test_load_json_depth_limit_is_exact() -> None:
 def test_depth_scan_is_linear_on_a_string_that_never_closes() -> None:
     """Escaped quotes with no closing quote once made the scan quadratic (20,000 pairs
     took 3 s; this document would take minutes); linear, it takes milliseconds."""
-    from providers._http_base import MAX_JSON_DEPTH, load_json
+    from providers.http.base import MAX_JSON_DEPTH, load_json
 
     doc = "[" * (MAX_JSON_DEPTH + 1) + '"' + '\\"' * 200_000
     with pytest.raises(E.InvalidOutput):

@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from orchestrator import errors as E
-from orchestrator._request import Request, Response
-from providers import _client
-from providers._client import close_shared_client, shared_client, to_transport
-from providers._http_schema import gemini_schema
-from providers._openai import OpenAIChat
-from providers._secret import Secret, check_endpoint, is_loopback
-from providers._sse import SSEDecoder
+from orchestrator.secrets import Secret, check_endpoint, is_loopback
+from orchestrator.types import Request, Response
+from providers.gemini.schema import gemini_schema
+from providers.http import client as _client
+from providers.http.client import close_shared_client, shared_client, to_transport
+from providers.http.sse import SSEDecoder
+from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from orchestrator import errors as E
-from providers._errors_map import (
+from orchestrator.secrets import Secret
+from providers.http.errors import (
     header,
     map_anthropic_error,
     map_gemini_error,
@@ -18,7 +19,6 @@ from providers._errors_map import (
     parse_retry_after,
     short,
 )
-from providers._secret import Secret
 
 NOW = 1_700_000_000.0
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from orchestrator import errors as E
-from orchestrator._request import Request, Response
-from providers._anthropic import AnthropicMessages
-from providers._gemini import GeminiGenerate
-from providers._http_fallback import HTTPFallback
-from providers._openai import OpenAIChat
+from orchestrator.types import Request, Response
+from providers.anthropic import AnthropicMessages
+from providers.gemini.client import GeminiGenerate
+from providers.generic_http import HTTPFallback
+from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 
 VENDORS = ("openai", "anthropic", "gemini")

@@ -16,19 +16,19 @@ import pytest
 from aiohttp import web
 
 from orchestrator import errors as E
-from orchestrator._request import Request, Response
-from providers._anthropic import AnthropicMessages
-from providers._gemini import GeminiGenerate
-from providers._http_fallback import HTTPFallback
-from providers._openai import OpenAIChat
-from providers._secret import (
+from orchestrator.secrets import (
     check_endpoint,
     has_url_credentials,
     header_secrets,
     redact_url,
     url_secrets,
 )
-from providers._transport import AiohttpTransport, TransportError, _as_transport_error
+from orchestrator.types import Request, Response
+from providers.anthropic import AnthropicMessages
+from providers.gemini.client import GeminiGenerate
+from providers.generic_http import HTTPFallback
+from providers.http.transport import AiohttpTransport, TransportError, _as_transport_error
+from providers.openai import OpenAIChat
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

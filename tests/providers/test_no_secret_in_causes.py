@@ -25,14 +25,14 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator import errors as E
-from orchestrator._request import Request
-from providers._anthropic import AnthropicMessages
-from providers._cli_classify import Redactor
-from providers._cli_process import CLIOutput
-from providers._gemini import GeminiGenerate
-from providers._http_fallback import HTTPFallback
-from providers._openai import OpenAIChat
+from orchestrator.types import Request
+from providers.anthropic import AnthropicMessages
 from providers.cli import CLIAgent
+from providers.cli.classify import Redactor
+from providers.cli.process import CLIOutput
+from providers.gemini.client import GeminiGenerate
+from providers.generic_http import HTTPFallback
+from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 from tests.providers.test_http_matrix import CASES, call
 

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import errors as E
-from orchestrator._request import Request, Response
-from providers._anthropic import AnthropicMessages
-from providers._gemini import GeminiGenerate
-from providers._http_fallback import HTTPFallback
-from providers._openai import OpenAIChat
-from providers._transport import RawReply
+from orchestrator.types import Request, Response
+from providers.anthropic import AnthropicMessages
+from providers.gemini.client import GeminiGenerate
+from providers.generic_http import HTTPFallback
+from providers.http.transport import RawReply
+from providers.openai import OpenAIChat
 
 ROUTES = ("openai", "anthropic", "gemini", "http")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers._sse import DEFAULT_MAX_SSE_BYTES, SSEDecoder, SSEEvent, SSELimitExceeded
+from providers.http.sse import DEFAULT_MAX_SSE_BYTES, SSEDecoder, SSEEvent, SSELimitExceeded
 
 MiB = 1024 * 1024
 CHUNK = 64 * 1024

@@ -1,0 +1,176 @@
+"""What ``failover`` prints: results and attempts as JSON, the check summary, the ping table.
+
+Everything printed comes from attempts and error messages, which providers
+already scrub of keys; nothing here reads a provider's key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.errors import (
+    InvalidOutput,
+    ProviderTimeout,
+    TerminalError,
+    TransientError,
+    UnusableError,
+)
+from orchestrator.types import Attempt, Request, Result, Usage
+
+__all__ = [
+    "PingRow",
+    "attempt_json",
+    "check_summary",
+    "error_json",
+    "ping_all",
+    "ping_table",
+    "result_json",
+]
+
+
+def _usage(usage: Usage | None) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+
+
+def error_json(error: BaseException | None) -> dict[str, Any] | None:
+    """``{"type", "message", "status"}`` for an error (None for no error)."""
+    if error is None:
+        return None
+    return {
+        "type": type(error).__name__,
+        "message": str(error),
+        "status": getattr(error, "status", None),
+    }
+
+
+def attempt_json(a: Attempt) -> dict[str, Any]:
+    """One attempt: who, which try, when, how long, why it failed, tokens and cost."""
+    return {
+        "agent": a.agent,
+        "attempt_number": a.attempt_number,
+        "started_at": a.started_at,
+        "duration": a.duration,
+        "ok": a.ok,
+        "reason": a.reason,
+        "note": a.note,
+        "error": error_json(a.error),
+        "usage": _usage(a.usage),
+        "cost_usd": a.cost_usd,
+    }
+
+
+def result_json(result: Result) -> dict[str, Any]:
+    """The whole Result, every attempt included (the winning one last)."""
+    value = result.value
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    return {
+        "ok": True,
+        "text": result.text,
+        "handled_by": result.handled_by,
+        "model": result.model,
+        "latency": result.latency,
+        "usage": _usage(result.usage),
+        "cost_usd": result.cost_usd,
+        "value": value,
+        "stopped": None
+        if result.stopped is None
+        else {"text": result.stopped.text, "reason": result.stopped.reason},
+        "best_effort": result.best_effort,
+        "attempts": [attempt_json(a) for a in result.attempts],
+    }
+
+
+def failure_json(error: BaseException, attempts: Sequence[Attempt] = ()) -> dict[str, Any]:
+    """A failed run: the error and every attempt made."""
+    return {
+        "ok": False,
+        "error": error_json(error),
+        "attempts": [attempt_json(a) for a in attempts],
+    }
+
+
+def check_summary(config: Any) -> list[str]:
+    """Lines describing what a loaded chain file declares."""
+    lines = [f"ok: {config.path}"]
+    types = config.provider_types
+    if config.providers:
+        lines.append("  providers: " + ", ".join(f"{n} ({types.get(n, '?')})" for n in types))
+    for name, agent in config.agents.items():
+        chain = " -> ".join(c.name for c in agent.children)
+        lines.append(f"  agent {name}: {chain}")
+    for name, wf in config.workflows.items():
+        steps = sum(len(getattr(n, "steps", (n,))) for p in wf.phases for n in p.nodes)
+        lines.append(f"  workflow {name}: {len(wf.phases)} phase(s), {steps} step(s)")
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class PingRow:
+    """One provider's answer to the ping: ``kind`` is ok or the error's class of failure."""
+
+    provider: str
+    type: str
+    kind: str
+    error: str | None
+    latency: float
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+def _kind(error: BaseException) -> str:
+    if isinstance(error, ProviderTimeout | TimeoutError):
+        return "timeout"
+    for cls, label in (
+        (TransientError, "transient"),
+        (UnusableError, "unusable"),
+        (InvalidOutput, "invalid_output"),
+        (TerminalError, "terminal"),
+    ):
+        if isinstance(error, cls):
+            return label
+    return "error"
+
+
+async def _ping(name: str, kind: str, provider: Any, timeout: float) -> PingRow:
+    start = time.perf_counter()
+    try:
+        await asyncio.wait_for(
+            provider.complete(Request("Reply with: pong", max_tokens=8)), timeout
+        )
+    except Exception as exc:
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        detail = f"{type(exc).__name__}: {text}"[:100]
+        return PingRow(name, kind, _kind(exc), detail, time.perf_counter() - start)
+    return PingRow(name, kind, "ok", None, time.perf_counter() - start)
+
+
+async def ping_all(
+    providers: Mapping[str, Any], types: Mapping[str, str], timeout: float
+) -> list[PingRow]:
+    """One tiny request through each provider alone (no chain, no retry), concurrently."""
+    return list(
+        await asyncio.gather(
+            *(_ping(n, types.get(n, "?"), p, timeout) for n, p in providers.items())
+        )
+    )
+
+
+def ping_table(rows: Sequence[PingRow]) -> list[str]:
+    """The health table as aligned plain-text lines."""
+    header = ("provider", "type", "result", "latency", "detail")
+    body = [(r.provider, r.type, r.kind, f"{r.latency * 1000:.0f} ms", r.error or "") for r in rows]
+    widths = [max(len(row[i]) for row in (header, *body)) for i in range(4)]
+    out = []
+    for row in (header, *body):
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        out.append("  ".join([*cells, row[4]]).rstrip())
+    return out

@@ -1,0 +1,352 @@
+"""Turn a validated chain file into the objects Python code builds.
+
+Providers become ``OpenAIChat``/``AnthropicMessages``/... (imported only when
+the file uses them), agents become ``FallbackAgent`` s (nested agents built
+first, cycles refused) and workflows become ``Workflow`` s. Every reference
+is checked here, and every error names what does exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from orchestrator.config.hooks import callable_at as _callable
+from orchestrator.config.hooks import import_object
+from orchestrator.config.hooks import matcher as _matcher
+from orchestrator.config.problems import ConfigError, Path, Problem, field_path
+from orchestrator.config.schema import AgentSpec, ChildSpec, FileSpec, WorkflowSpec
+from orchestrator.config.scrub import EnvValues, constructor_problem, endpoint_problem
+from orchestrator.config.source import Source
+from orchestrator.engine.agent import FallbackAgent
+from orchestrator.policy import RetryPolicy
+
+__all__ = ["build_agents", "build_providers", "build_workflows", "import_object"]
+
+_HOOKS = ("on_fallback", "on_retry", "on_all_failed", "before_fallback", "accept", "best_effort")
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def _provider(src: Source, name: str, spec: Any) -> Any:
+    kind = spec.type
+    where: Path = ("providers", name)
+    if kind in ("openai", "anthropic", "gemini"):
+        import providers
+        from orchestrator.secrets import Secret
+
+        cls = {
+            "openai": providers.OpenAIChat,
+            "anthropic": providers.AnthropicMessages,
+            "gemini": providers.GeminiGenerate,
+        }[kind]
+        extra = _given(
+            max_tokens_param=getattr(spec, "max_tokens_param", None),
+            max_tokens=getattr(spec, "max_tokens", None),
+            anthropic_version=getattr(spec, "anthropic_version", None),
+        )
+        return cls(
+            spec.model,
+            name=name,
+            allow_insecure_http=spec.allow_insecure_http,
+            **_given(
+                base_url=spec.base_url,
+                api_key=None if spec.api_key is None else Secret(spec.api_key),
+                timeout=spec.timeout,
+                max_response_bytes=spec.max_response_bytes,
+                price=spec.price,
+                extra_headers=spec.headers,
+            ),
+            **extra,
+        )
+    if kind == "http":
+        from providers import HTTPFallback
+
+        return HTTPFallback(
+            spec.url,
+            name=name,
+            allow_insecure_http=spec.allow_insecure_http,
+            **_given(
+                headers=spec.headers,
+                timeout=spec.timeout,
+                max_response_bytes=spec.max_response_bytes,
+                price=spec.price,
+            ),
+        )
+    if kind == "function":
+        from providers import FunctionProvider
+
+        fn = _callable(src, (*where, "path"), spec.path)
+        return FunctionProvider(fn, name=name, run_in_thread=spec.run_in_thread)
+    return _cli_provider(src, name, spec)
+
+
+def _cli_provider(src: Source, name: str, spec: Any) -> Any:
+    import providers.cli as cli
+
+    where: Path = ("providers", name)
+    common = _given(
+        cwd=spec.cwd,
+        env=spec.env,
+        timeout=spec.timeout,
+        idle_timeout=spec.idle_timeout,
+        max_output_bytes=spec.max_output_bytes,
+        classify=None
+        if spec.classify is None
+        else _callable(src, (*where, "classify"), spec.classify),
+    )
+    if spec.type == "cli":
+        parse = None if spec.parse is None else _callable(src, (*where, "parse"), spec.parse)
+        return cli.CLIAgent(spec.argv, name=name, **_given(parse=parse), **common)
+    own = spec.model_dump(
+        exclude={"type", "cwd", "env", "timeout", "idle_timeout", "max_output_bytes", "classify"}
+        | set(_policy_keys()),
+        exclude_none=True,
+    )
+    cls = {"claude_code": cli.ClaudeCode, "codex": cli.Codex, "gemini_cli": cli.GeminiCLI}[
+        spec.type
+    ]
+    return cls(name=name, **own, **common)
+
+
+def _policy_keys() -> tuple[str, ...]:
+    from orchestrator.config.schema import POLICY_FIELDS
+
+    return tuple(POLICY_FIELDS)
+
+
+def build_providers(src: Source, spec: FileSpec, env: EnvValues) -> dict[str, Any]:
+    """Every declared provider, constructed; ``ConfigError`` listing every provider's problem.
+
+    Endpoint URLs are checked first (at their own field); a constructor's
+    error is located at the field it names, with environment values scrubbed.
+    """
+    out: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for name, pspec in spec.providers.items():
+        where: Path = ("providers", name)
+        problem = endpoint_problem(src, name, pspec, env)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        try:
+            out[name] = _provider(src, name, pspec)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+        except (ValueError, TypeError) as exc:
+            problems.append(constructor_problem(src, where, exc, _raw(src.data, where), env))
+        except ImportError as exc:
+            problems.append(
+                src.problem(
+                    (*where, "type"),
+                    f"type {pspec.type!r} needs a module that cannot be imported here: {exc}",
+                )
+            )
+    if problems:
+        problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
+        raise ConfigError(problems)
+    return out
+
+
+def _raw(data: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _names(items: Mapping[str, Any]) -> str:
+    return ", ".join(items) or "(none)"
+
+
+def build_agents(
+    src: Source, spec: FileSpec, built: Mapping[str, Any], env: EnvValues
+) -> dict[str, FallbackAgent]:
+    """Every agent as a ``FallbackAgent``; nested agents first, cycles refused."""
+    for name in spec.agents:
+        if name in spec.providers:
+            raise src.error(
+                ("agents", name),
+                f"the name {name!r} is also a provider's; give agents and providers distinct names",
+            )
+    agents: dict[str, FallbackAgent] = {}
+    visiting: list[str] = []
+
+    def visit(name: str) -> FallbackAgent:
+        if name in agents:
+            return agents[name]
+        visiting.append(name)
+        agents[name] = _agent(src, spec, name, spec.agents[name], built, visit, visiting, env)
+        visiting.pop()
+        return agents[name]
+
+    for name in spec.agents:
+        visit(name)
+    return {name: agents[name] for name in spec.agents}
+
+
+def _child(
+    src: Source,
+    spec: FileSpec,
+    path: Path,
+    child: ChildSpec,
+    built: Mapping[str, Any],
+    visit: Any,
+    visiting: list[str],
+) -> Any:
+    target = child.target
+    if child.ref is not None and target in built:
+        return built[target]
+    if target in spec.agents:
+        if target in visiting:
+            loop = [*visiting[visiting.index(target) :], target]
+            raise src.error(
+                path,
+                f"cycle between agents: {' -> '.join(loop)}; an agent cannot contain itself",
+            )
+        return visit(target)
+    if child.agent is not None:
+        raise src.error(
+            (*path, "agent"), f"{target!r} names no agent; agents: {_names(spec.agents)}"
+        )
+    raise src.error(
+        (*path, "ref") if isinstance(_raw(src.data, path), Mapping) else path,
+        f"{target!r} names no provider or agent; providers: {_names(spec.providers)}; "
+        f"agents: {_names(spec.agents)}",
+    )
+
+
+def _agent(
+    src: Source,
+    spec: FileSpec,
+    name: str,
+    aspec: AgentSpec,
+    built: Mapping[str, Any],
+    visit: Any,
+    visiting: list[str],
+    env: EnvValues,
+) -> FallbackAgent:
+    where: Path = ("agents", name)
+    defaults = aspec.policy_overrides()
+    children: list[Any] = []
+    policies: dict[str, RetryPolicy] = {}
+    for i, child in enumerate(aspec.providers):
+        cpath: Path = (*where, "providers", i)
+        node = _child(src, spec, cpath, child, built, visit, visiting)
+        children.append(node)
+        pspec = spec.providers.get(child.target) if child.ref is not None else None
+        own = {**(pspec.policy_overrides() if pspec is not None else {})}
+        own.update(child.policy_overrides())
+        if own:
+            try:
+                policies[node.name] = RetryPolicy(**{**defaults, **own})
+            except (ValueError, TypeError) as exc:
+                raise ConfigError([constructor_problem(src, cpath, exc, None, env)]) from None
+    hooks = {
+        h: _callable(src, (*where, h), getattr(aspec, h))
+        for h in _HOOKS
+        if getattr(aspec, h) is not None
+    }
+    for field in ("retry_on", "fallback_on"):
+        paths = getattr(aspec, field)
+        if paths is not None:
+            objs = [import_object(src, (*where, field, i), p) for i, p in enumerate(paths)]
+            hooks[field] = _matcher(src, (*where, field), objs)
+    try:
+        return FallbackAgent(
+            children,
+            name=name,
+            policies=policies,
+            timeout=aspec.timeout,
+            attempt_timeout=aspec.attempt_timeout,
+            mid_stream=aspec.mid_stream,
+            escalate_on_guardrail=aspec.escalate_on_guardrail,
+            health=aspec.health or None,
+            **_given(
+                max_retries=aspec.max_retries,
+                retry_strategy=aspec.retry_strategy,
+                retry_delay=aspec.retry_delay,
+                max_delay=aspec.max_delay,
+                jitter=aspec.jitter,
+                schema_retries=aspec.schema_retries,
+            ),
+            **hooks,
+        )
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            [constructor_problem(src, where, exc, _raw(src.data, where), env)]
+        ) from None
+
+
+def build_workflows(
+    src: Source, spec: FileSpec, agents: Mapping[str, Any], built: Mapping[str, Any], env: EnvValues
+) -> dict[str, Any]:
+    """Every workflow as a ``Workflow``; each step's ``agent`` names an agent or a provider."""
+    if not spec.workflows:
+        return {}
+    from orchestrator.workflow import Workflow
+
+    out: dict[str, Any] = {}
+    for name, wspec in spec.workflows.items():
+        phases = _phases(src, name, wspec, agents, built, env)
+        try:
+            out[name] = Workflow(*phases, name=name)
+        except (ValueError, TypeError) as exc:
+            where: Path = ("workflows", name)
+            raise ConfigError([constructor_problem(src, where, exc, None, env)]) from None
+    return out
+
+
+def _phases(
+    src: Source,
+    name: str,
+    wspec: WorkflowSpec,
+    agents: Mapping[str, Any],
+    built: Mapping[str, Any],
+    env: EnvValues,
+) -> list[Any]:
+    from orchestrator.workflow import Parallel, Phase, Step
+
+    phases = []
+    seen: dict[str, Path] = {}
+    for i, phase in enumerate(wspec.phases):
+        ppath: Path = ("workflows", name, "phases", i)
+        steps = []
+        for j, step in enumerate(phase.steps):
+            spath: Path = (*ppath, "steps", j)
+            if step.name in seen:
+                raise src.error(
+                    (*spath, "name"),
+                    f"step name {step.name!r} is already used at "
+                    f"{field_path(seen[step.name])}; step names must be unique",
+                )
+            seen[step.name] = spath
+            node = agents.get(step.agent, built.get(step.agent))
+            if node is None:
+                raise src.error(
+                    (*spath, "agent"),
+                    f"{step.agent!r} names no agent or provider; agents: {_names(agents)}; "
+                    f"providers: {_names(built)}",
+                )
+            try:
+                steps.append(
+                    Step(
+                        step.name,
+                        node,
+                        prompt=step.prompt,
+                        continue_on_error=step.continue_on_error,
+                    )
+                )
+            except (ValueError, TypeError) as exc:
+                raise src.error((*spath, "name"), env.scrub(str(exc), spath)) from None
+        if phase.limit is not None and not phase.parallel:
+            raise src.error((*ppath, "limit"), "limit applies only with parallel: true")
+        nodes = [Parallel(*steps, limit=phase.limit)] if phase.parallel else steps
+        phases.append(Phase(phase.name, *nodes))
+    return phases

@@ -1,0 +1,194 @@
+"""Validate expanded chain-file data with pydantic; turn its errors into located problems.
+
+pydantic's messages ("Input should be 'a', 'b' or 'c'") are rewritten into the
+house shape: the field path, the bad value and what is allowed, on the
+line the value was written. Values that came from the environment or sit in
+a secret field are never printed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+from collections.abc import Mapping
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from orchestrator.config.problems import ConfigError, Path, Problem
+from orchestrator.config.schema import PROVIDER_TYPES, FileSpec
+from orchestrator.config.scrub import show_value
+from orchestrator.config.source import Source
+
+__all__ = ["validate"]
+
+
+def validate(
+    src: Source, data: dict[str, Any], env_paths: Mapping[Path, tuple[str, ...]]
+) -> FileSpec:
+    """``FileSpec`` from expanded ``data``; ``ConfigError`` listing every problem."""
+    try:
+        return FileSpec.model_validate(data)
+    except ValidationError as exc:
+        problems: list[Problem] = []
+        for err in exc.errors(include_url=False):
+            problem = _problem(src, data, env_paths, err)
+            if problem not in problems:
+                problems.append(problem)
+        problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
+        raise ConfigError(problems) from None
+
+
+def _clean_loc(data: Any, loc: tuple[str | int, ...]) -> Path:
+    """Drop pydantic's union-tag components (``'openai'``) that are not in the data."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, Mapping):
+            if part not in node and node.get("type") == part:
+                continue
+            node = node.get(part) if isinstance(part, str) else None
+        elif isinstance(node, list) and isinstance(part, int):
+            node = node[part] if 0 <= part < len(node) else None
+        else:
+            node = None
+        out.append(part)
+    return tuple(out)
+
+
+def _quoted(value: Any, shown: str, expected: str) -> str:
+    """`` (write it without quotes)`` when a string holds what the field wants."""
+    if not isinstance(value, str) or not shown.startswith(("'", '"')):
+        return ""
+    text = value.strip()
+    if expected == "bool":
+        ok = text in ("true", "false")
+    else:
+        ok = re.fullmatch(r"-?\d+" if expected == "int" else r"-?\d+(?:\.\d+)?", text) is not None
+    return f" (it is a string; write {text} without quotes)" if ok else ""
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def _expected(text: str) -> str:
+    """``"'a', 'b' or 'c'"`` -> ``"a, b, c"``."""
+    return text.replace("'", "").replace(" or ", ", ")
+
+
+def _problem(
+    src: Source, data: Any, env_paths: Mapping[Path, tuple[str, ...]], err: ErrorDetails
+) -> Problem:
+    path = _clean_loc(data, tuple(err["loc"]))
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    shown = show_value(path, value, env_paths)
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(data, path[:-1])
+        near = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        message = f"unknown key{hint}; allowed here: {', '.join(allowed)}"
+    elif kind == "missing":
+        message = "is required but missing"
+    elif kind == "literal_error":
+        message = f"{shown} is not one of {_expected(str(ctx.get('expected', '')))}"
+    elif kind in ("union_tag_invalid", "union_tag_not_found"):
+        path = (*path, "type")
+        expected = ", ".join(PROVIDER_TYPES)
+        message = (
+            f"{show_value(path, ctx.get('tag'), env_paths)} is not one of {expected}"
+            if kind == "union_tag_invalid"
+            else f"is required but missing; give one of {expected}"
+        )
+    elif kind == "string_pattern_mismatch":
+        message = f"{shown} is not an import path; write 'package.module:name'"
+    elif kind == "value_error":
+        message = str(ctx.get("error", err["msg"]))
+    elif kind in ("greater_than_equal", "greater_than"):
+        op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
+        bound = f"{bound:g}" if isinstance(bound, int | float) else bound
+        message = f"{shown} is not allowed; use a number {op} {bound}"
+    elif kind == "too_short":
+        message = f"is empty; give at least {ctx.get('min_length', 1)}"
+    elif kind in ("int_parsing", "int_type", "int_from_float"):
+        message = f"{shown} is not a whole number{_quoted(value, shown, 'int')}"
+    elif kind in ("float_parsing", "float_type"):
+        message = f"{shown} is not a number{_quoted(value, shown, 'float')}"
+    elif kind in ("bool_parsing", "bool_type"):
+        message = f"{shown} is not true or false{_quoted(value, shown, 'bool')}"
+    elif kind == "string_type":
+        message = f"{shown} is {_kind(value)}; expected a string"
+    elif kind in ("dict_type", "model_type", "model_attributes_type"):
+        message = f"expected a mapping (key: value), got {_kind(value)}"
+    elif kind == "list_type":
+        message = f"expected a list, got {_kind(value)}"
+    elif kind in ("tuple_type", "too_long") or (len(path) > 1 and path[-2] == "price"):
+        if len(path) > 1 and isinstance(path[-1], int):
+            path = path[:-1]
+        message = "expected [usd_per_1M_input_tokens, usd_per_1M_output_tokens], two numbers >= 0"
+    else:
+        message = f"{shown}: {err['msg']}"
+    return src.problem(path, message)
+
+
+def _allowed_keys(data: Any, path: Path) -> list[str]:
+    """The keys the model at ``path`` accepts (walking the FileSpec annotations)."""
+    tp: Any = FileSpec
+    node = data
+    for part in path:
+        tp = _unwrap(tp, node)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = tp.model_fields.get(str(part))
+            if field is None:
+                return []
+            tp = field.annotation
+        elif get_origin(tp) in (dict, list):
+            tp = get_args(tp)[-1]
+        else:
+            return []
+        if isinstance(node, Mapping):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    tp = _unwrap(tp, node)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return sorted(tp.model_fields)
+    return []
+
+
+def _unwrap(tp: Any, node: Any) -> Any:
+    """Strip Annotated/Optional; pick a tagged union's member by the data's ``type``."""
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp = get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(tp) if a is not type(None)]
+            tag = node.get("type") if isinstance(node, Mapping) else None
+            chosen = [
+                m
+                for m in members
+                if isinstance(m, type)
+                and issubclass(m, BaseModel)
+                and "type" in m.model_fields
+                and get_args(m.model_fields["type"].annotation) == (tag,)
+            ]
+            tp = chosen[0] if chosen else members[0]
+        else:
+            return tp

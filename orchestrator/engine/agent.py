@@ -1,0 +1,316 @@
+"""FallbackAgent: try children in priority order, retry each under its policy, fall over.
+
+This module holds the public node; the per-run machinery lives in ``_engine.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from orchestrator.clock import SYSTEM_CLOCK, Clock
+from orchestrator.engine.classify import Classifier, ErrorMatcher
+from orchestrator.engine.run import Run
+from orchestrator.errors import FallbackError
+from orchestrator.policy import RetryPolicy, seconds
+from orchestrator.types import Attempt, Provider, Request, Result, Stop
+
+if TYPE_CHECKING:
+    from orchestrator.engine.streaming import StreamRun
+    from orchestrator.health import HealthStore, ProviderHealth
+
+__all__ = ["FallbackAgent", "FallbackError", "Result", "Attempt", "Stop"]
+
+OnFallback = Callable[[str, str, BaseException], Any]
+OnAllFailed = Callable[[list[BaseException]], Any]
+OnRetry = Callable[[str, int, BaseException, float], Any]
+BeforeFallback = Callable[[Request, str], "Request | Stop | Awaitable[Request | Stop]"]
+Accept = Callable[[Result], bool]
+BestEffort = Callable[[Sequence[Attempt]], "str | None"]
+MidStream = Literal["raise", "continue"]
+
+
+class FallbackAgent:
+    """An ordered chain of providers (or other chains): the first success wins.
+
+    Each child is retried under its :class:`RetryPolicy` (per-child overrides in
+    ``policies={name: RetryPolicy(...)}`` or a provider's ``retry_policy``
+    attribute), then the chain falls over to the next child with no wait.
+    Failures are classified by :mod:`orchestrator.errors`: transient errors
+    and invalid output are retried, unusable errors hand over at once, terminal
+    errors stop everything. When every child fails, ``on_all_failed`` fires and
+    :class:`FallbackError` is raised with every attempt.
+
+    A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
+    async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
+    """
+
+    _is_chain = True  # marks nested chains for the engine without an import cycle
+
+    def __init__(
+        self,
+        children: Sequence[Provider | FallbackAgent],
+        *,
+        name: str | None = None,
+        max_retries: int | None = None,
+        retry_strategy: str | None = None,
+        retry_delay: float | timedelta | None = None,
+        max_delay: float | timedelta | None = None,
+        jitter: str | None = None,
+        policy: RetryPolicy | None = None,
+        policies: Mapping[str, RetryPolicy] | None = None,
+        retry_on: ErrorMatcher | None = None,
+        fallback_on: ErrorMatcher | None = None,
+        escalate_on_guardrail: bool = False,
+        timeout: float | timedelta | None = None,
+        attempt_timeout: float | timedelta | None = None,
+        schema_retries: int = 1,
+        accept: Accept | None = None,
+        on_fallback: OnFallback | None = None,
+        on_all_failed: OnAllFailed | None = None,
+        on_retry: OnRetry | None = None,
+        before_fallback: BeforeFallback | None = None,
+        best_effort: BestEffort | None = None,
+        mid_stream: MidStream = "raise",
+        health: HealthStore | bool | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
+        self.name: str = name or "fallback(" + ",".join(c.name for c in self.children) + ")"
+        self.policy = _agent_policy(
+            policy, max_retries, retry_strategy, retry_delay, max_delay, jitter
+        )
+        self.policies = _child_policies(self.children, self.policy, policies or {})
+        self.classifier = Classifier(
+            retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
+        )
+        self.timeout = None if timeout is None else _positive(timeout, "timeout")
+        self.attempt_timeout = (
+            None if attempt_timeout is None else _positive(attempt_timeout, "attempt_timeout")
+        )
+        if (
+            isinstance(schema_retries, bool)
+            or not isinstance(schema_retries, int)
+            or schema_retries < 0
+        ):
+            raise ValueError(f"schema_retries: {schema_retries!r} must be an int >= 0")
+        self.schema_retries = schema_retries
+        if mid_stream not in ("raise", "continue"):
+            raise ValueError(f"mid_stream: {mid_stream!r} is not one of raise, continue")
+        self.mid_stream: MidStream = mid_stream
+        for hook_name, hook in (
+            ("accept", accept),
+            ("on_fallback", on_fallback),
+            ("on_all_failed", on_all_failed),
+            ("on_retry", on_retry),
+            ("before_fallback", before_fallback),
+            ("best_effort", best_effort),
+        ):
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{hook_name}: expected a callable, got {type(hook).__name__}")
+        self.accept = accept
+        self.on_fallback = on_fallback
+        # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).
+        self.on_fallback_wants_reason = on_fallback is not None and _takes_four(on_fallback)
+        self.on_all_failed = on_all_failed
+        self.on_retry = on_retry
+        self.before_fallback = before_fallback
+        self.best_effort = best_effort
+        self.health_store = _health_store(health)
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        self.rng = rng or random.Random()
+
+    async def run(
+        self,
+        request: str | Request,
+        *,
+        schema: type[Any] | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Result:
+        """Run the chain once; returns the first success or raises ``FallbackError``.
+
+        ``schema`` (a pydantic model) asks every provider for JSON in its native
+        way and validates the reply into ``result.value``. ``timeout`` overrides
+        the agent's whole-run timeout for this call.
+        """
+        run = Run.start(self, _as_request(request), schema, timeout)
+        return await run.execute()
+
+    def run_sync(self, request: str | Request, **kwargs: Any) -> Result:
+        """Blocking ``run`` for scripts; not for use inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(request, **kwargs))
+        raise RuntimeError(
+            "FallbackAgent.run_sync: called inside a running event loop; use 'await agent.run(...)'"
+        )
+
+    def stream(
+        self,
+        request: str | Request,
+        *,
+        mid_stream: MidStream | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> StreamRun:
+        """Stream text chunks as they arrive: ``async with agent.stream(p) as s: async for c in s``.
+
+        Failing over is free before the first chunk. After chunks were delivered,
+        ``mid_stream`` decides: ``"raise"`` or ``"continue"`` (the next attempt
+        continues from the partial text, so no text is seen twice). ``s.result``
+        holds the final :class:`Result` once the stream ends.
+        """
+        from orchestrator.engine.streaming import StreamRun
+
+        mode = self.mid_stream if mid_stream is None else mid_stream
+        if mode not in ("raise", "continue"):
+            raise ValueError(f"mid_stream: {mode!r} is not one of raise, continue")
+        return StreamRun(self, _as_request(request), mode, timeout)
+
+    def health(self) -> dict[str, ProviderHealth]:
+        """Each provider's circuit state (needs a health store: ``health=True`` or a store)."""
+        if self.health_store is None:
+            raise RuntimeError(
+                f"FallbackAgent({self.name!r}).health: no health store; "
+                "pass health=True (in-process) or health=RedisHealthStore(url)"
+            )
+        return {c.name: self.health_store.snapshot(c.name) for c in self.children}
+
+    def __repr__(self) -> str:
+        return f"FallbackAgent(name={self.name!r}, children={[c.name for c in self.children]!r})"
+
+
+def _takes_four(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False  # (*args) hooks keep the documented three-argument call
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 4
+
+
+def _as_request(request: str | Request) -> Request:
+    if isinstance(request, Request):
+        return request
+    if isinstance(request, str):
+        return Request(request)
+    raise TypeError(f"request: expected str or Request, got {type(request).__name__}")
+
+
+def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, ...]:
+    if isinstance(children, str | bytes) or not isinstance(children, Sequence):
+        raise TypeError(f"children: expected a list of providers, got {type(children).__name__}")
+    if not children:
+        raise ValueError("children: the list is empty; give at least one provider")
+    seen: dict[str, int] = {}
+    for i, child in enumerate(children):
+        if not isinstance(child, FallbackAgent) and not (
+            isinstance(getattr(child, "name", None), str)
+            and callable(getattr(child, "complete", None))
+        ):
+            raise TypeError(
+                f"children[{i}]: {type(child).__name__} is not a provider "
+                "(needs a 'name' and 'async complete(request)'); wrap plain functions "
+                "in providers.FunctionProvider"
+            )
+        if child.name in seen:
+            raise ValueError(
+                f"children[{i}]: name {child.name!r} is already used by "
+                f"children[{seen[child.name]}]; give each provider a distinct name=..."
+            )
+        seen[child.name] = i
+    return tuple(children)
+
+
+def _positive(value: float | timedelta, field: str) -> float:
+    v = seconds(value, field)
+    if v <= 0:
+        raise ValueError(f"{field}: {value!r} must be > 0 seconds (or None for no limit)")
+    return v
+
+
+def _agent_policy(
+    policy: RetryPolicy | None,
+    max_retries: int | None,
+    strategy: str | None,
+    delay: float | timedelta | None,
+    max_delay: float | timedelta | None,
+    jitter: str | None,
+) -> RetryPolicy:
+    loose: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("max_retries", max_retries),
+            ("strategy", strategy),
+            ("delay", delay),
+            ("max_delay", max_delay),
+            ("jitter", jitter),
+        )
+        if v is not None
+    }
+    if policy is not None:
+        if not isinstance(policy, RetryPolicy):
+            raise TypeError(f"policy: expected RetryPolicy, got {type(policy).__name__}")
+        if loose:
+            raise TypeError(
+                f"policy: given together with {sorted(loose)}; put those inside RetryPolicy(...)"
+            )
+        return policy
+    return RetryPolicy(**loose)
+
+
+def _child_policies(
+    children: tuple[Any, ...], default: RetryPolicy, overrides: Mapping[str, RetryPolicy]
+) -> tuple[RetryPolicy, ...]:
+    names = [c.name for c in children]
+    for key, pol in overrides.items():
+        if key not in names:
+            raise ValueError(f"policies: {key!r} names no child; children are {names}")
+        if not isinstance(pol, RetryPolicy):
+            raise TypeError(f"policies[{key!r}]: expected RetryPolicy, got {type(pol).__name__}")
+        if getattr(children[names.index(key)], "_is_chain", False):
+            raise ValueError(
+                f"policies: {key!r} is a nested FallbackAgent, which is never retried as a whole; "
+                "set the policy on that agent (policy= or its own policies=)"
+            )
+    out = []
+    for c in children:
+        own = getattr(c, "retry_policy", None)
+        out.append(overrides.get(c.name) or (own if isinstance(own, RetryPolicy) else default))
+    return tuple(out)
+
+
+#: What the engine calls on a store (a store written for an older protocol fails here, not
+#: in the rare "every circuit open" path).
+_STORE_METHODS = (
+    "admit",
+    "record_success",
+    "record_failure",
+    "record_request",
+    "try_acquire_retry",
+    "snapshot",
+    "last_resort",
+    "end_last_resort",
+)
+
+
+def _health_store(health: Any) -> HealthStore | None:
+    if health is None or health is False:
+        return None
+    if health is True:
+        from orchestrator.health import default_health_store
+
+        return default_health_store()
+    for method in _STORE_METHODS:
+        if not callable(getattr(health, method, None)):
+            raise TypeError(f"health: {type(health).__name__} is not a HealthStore (no {method})")
+    store: HealthStore = health
+    return store

@@ -1,0 +1,120 @@
+"""Streaming runs: text chunks as they arrive, with the same retries and hand-overs as ``run``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.engine.attempt import AttemptRunner
+from orchestrator.engine.run import Run
+from orchestrator.errors import StreamInterrupted
+from orchestrator.types import Attempt, Request, Response, Result
+
+if TYPE_CHECKING:
+    from orchestrator.engine.agent import FallbackAgent
+
+__all__ = ["StreamRun", "stream_call"]
+
+_END: Any = object()
+
+
+class StreamRun:
+    """``async with agent.stream(request) as s: async for chunk in s: ...``, then ``s.result``.
+
+    The chain runs in a task of its own; chunks reach the consumer through a
+    queue. Leaving the ``async with`` block early cancels the run; nothing is
+    left running. Errors (``FallbackError``, a terminal error, a mid-stream
+    failure with ``mid_stream="raise"``) are raised from the ``async for``.
+    """
+
+    def __init__(
+        self, agent: FallbackAgent, request: Request, mode: str, timeout: float | timedelta | None
+    ) -> None:
+        self._agent = agent
+        self._request = request
+        self._mode = mode
+        self._timeout = timeout
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._run: Run | None = None
+        self._task: asyncio.Task[Result] | None = None
+
+    async def __aenter__(self) -> StreamRun:
+        self._run = Run.start(
+            self._agent, self._request, None, self._timeout, sink=self._queue, mode=self._mode
+        )
+        self._task = asyncio.create_task(self._drive(self._run))
+        return self
+
+    async def _drive(self, run: Run) -> Result:
+        try:
+            return await run.execute()
+        finally:
+            self._queue.put_nowait(_END)
+
+    def __aiter__(self) -> StreamRun:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._task is None:
+            raise RuntimeError("StreamRun: use 'async with agent.stream(...) as s' first")
+        item = await self._queue.get()
+        if item is _END:
+            self._queue.put_nowait(_END)  # later __anext__ calls end too
+            await self._task  # raises the run's error, if any
+            raise StopAsyncIteration
+        text: str = item
+        return text
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        elif task is not None and not task.cancelled():
+            task.exception()  # mark retrieved: the consumer already saw it or left early
+
+    @property
+    def result(self) -> Result:
+        """The final Result, once the stream has ended successfully."""
+        if self._task is None or not self._task.done():
+            raise RuntimeError("StreamRun.result: the stream has not finished yet")
+        return self._task.result()
+
+    @property
+    def attempts(self) -> tuple[Attempt, ...]:
+        """Every attempt so far (also after a failure)."""
+        return tuple(self._run.attempts) if self._run is not None else ()
+
+
+async def stream_call(run: AttemptRunner, child: Any, request: Request) -> Response:
+    """Stream one attempt of ``child`` into the run's queue; return the final Response."""
+    sink = run.sink
+    assert sink is not None
+    stream = getattr(child, "stream", None)
+    if stream is None:
+        response: Response = await child.complete(request)
+        if response.text:
+            run.delivered.append(response.text)
+            sink.put_nowait(response.text)
+        return response
+    final: Response | None = None
+    agen = stream(request)
+    async with contextlib.aclosing(agen):
+        async for item in agen:
+            if isinstance(item, Response):
+                final = item
+            elif item:
+                run.delivered.append(item)
+                sink.put_nowait(item)
+    if final is None:
+        raise StreamInterrupted("stream ended without its final message", provider=child.name)
+    return final

@@ -1,0 +1,334 @@
+"""The values that travel through a chain and the interface every child implements.
+
+``Request``, ``Message``, ``Response`` and ``Usage`` go in and out of providers;
+``Attempt`` records one call; ``Result`` and ``Stop`` are what a run returns;
+``Provider`` / ``StreamingProvider`` are the protocols a child satisfies.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "REASONS",
+    "Attempt",
+    "Message",
+    "Provider",
+    "Request",
+    "Response",
+    "Result",
+    "Stop",
+    "StreamingProvider",
+    "Usage",
+]
+
+_ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text."""
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}")
+        if not isinstance(self.content, str):
+            raise TypeError(f"Message.content: expected str, got {type(self.content).__name__}")
+
+
+def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
+    out = []
+    for i, m in enumerate(messages):
+        if isinstance(m, Message):
+            out.append(m)
+        elif isinstance(m, Mapping):
+            if "role" not in m or "content" not in m:
+                raise ValueError(
+                    f"Request.messages[{i}]: needs 'role' and 'content' keys, got {sorted(m)}"
+                )
+            out.append(Message(str(m["role"]), m["content"]))
+        else:
+            raise TypeError(
+                f"Request.messages[{i}]: expected a dict or Message, got {type(m).__name__}"
+            )
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to ask: ``Request(prompt=...)`` or ``Request(messages=[...], system=...)``.
+
+    Immutable: use :meth:`replace` for a changed copy. ``prompt`` is the last
+    user message's text. Generation options (``max_tokens``, ``temperature``,
+    ``stop``) and ``json_schema`` (set by the engine for ``schema=``) travel
+    with it; ``metadata`` is free-form and never sent to providers.
+    """
+
+    messages: tuple[Message, ...] = ()
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    json_schema: Mapping[str, Any] | None = None
+    schema_name: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __init__(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Iterable[Message | Mapping[str, Any]] | None = None,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: Iterable[str] = (),
+        json_schema: Mapping[str, Any] | None = None,
+        schema_name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        msgs = _to_messages(messages or ())
+        if prompt is not None:
+            if not isinstance(prompt, str):
+                raise TypeError(f"Request.prompt: expected str, got {type(prompt).__name__}")
+            msgs = (*msgs, Message("user", prompt))
+        if not msgs:
+            raise ValueError("Request: give prompt='...' or a non-empty messages=[...]")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ValueError(f"Request.max_tokens: {max_tokens!r} must be a positive int")
+        s = object.__setattr__
+        s(self, "messages", msgs)
+        s(self, "system", system)
+        s(self, "max_tokens", max_tokens)
+        s(self, "temperature", temperature)
+        s(self, "stop", tuple(stop))
+        s(self, "json_schema", json_schema)
+        s(self, "schema_name", schema_name)
+        s(self, "metadata", MappingProxyType(dict(metadata or {})))
+
+    @property
+    def prompt(self) -> str:
+        """The last user message's text ("" when there is none)."""
+        for m in reversed(self.messages):
+            if m.role == "user":
+                return m.content
+        return ""
+
+    def replace(self, *, prompt: str | None = None, **changes: Any) -> Request:
+        """A changed copy; ``prompt=`` replaces the last user message's text."""
+        messages = changes.pop("messages", self.messages)
+        msgs = list(_to_messages(messages))
+        if prompt is not None:
+            for i in range(len(msgs) - 1, -1, -1):
+                if msgs[i].role == "user":
+                    msgs[i] = Message("user", prompt)
+                    break
+            else:
+                msgs.append(Message("user", prompt))
+        current = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "messages"
+        }
+        unknown = set(changes) - set(current)
+        if unknown:
+            raise TypeError(
+                f"Request.replace: unknown field(s) {sorted(unknown)}; "
+                f"allowed: prompt, messages, {', '.join(sorted(current))}"
+            )
+        current.update(changes)
+        return Request(messages=msgs, **current)
+
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "system": self.system,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": self.stop,
+            "json_schema": None if self.json_schema is None else dict(self.json_schema),
+            "schema_name": self.schema_name,
+            "metadata": dict(self.metadata),
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_request, (self._fields(),))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Request:
+        return _rebuild_request(copy.deepcopy(self._fields(), memo))
+
+    def __repr__(self) -> str:
+        # Prompts may hold personal data: reprs show sizes, not text.
+        chars = sum(len(m.content) for m in self.messages)
+        return f"Request(messages={len(self.messages)}, chars={chars})"
+
+
+def _rebuild_request(fields: dict[str, Any]) -> Request:
+    return Request(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts reported by a provider."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What a provider returns: the text, token usage, cost and the model that answered."""
+
+    text: str
+    usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    cost_usd: float | None = None
+
+
+# -- the record of one call ---------------------------------------------------
+
+#: Why a child was left (``Attempt.reason``): the documented set.
+REASONS = frozenset(
+    {
+        "error",
+        "timeout",
+        "rate_limited",
+        "overloaded",
+        "unusable",
+        "invalid_output",
+        "rejected",
+        "circuit_open",
+        "deadline",
+        "terminal",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One call to one provider: who, which try, when, how long, and how it ended.
+
+    ``error`` is ``None`` for the attempt that succeeded. ``started_at`` is wall
+    time (seconds since the epoch, from the agent's clock); ``duration`` seconds.
+    ``reason`` says why the attempt failed (one of :data:`REASONS`), ``note``
+    adds detail such as ``"retry budget empty"``; neither holds request text.
+    """
+
+    agent: str
+    error: BaseException | None
+    attempt_number: int
+    started_at: float
+    duration: float
+    reason: str | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.reason is None
+
+    def kind_label(self) -> str:
+        """The error's type name, or the reason when there is no error object."""
+        if self.error is not None:
+            return type(self.error).__name__
+        return self.reason or "ok"
+
+
+# -- what a run returns --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Returned by ``before_fallback`` to end the run without calling the next child."""
+
+    text: str = ""
+    reason: str = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A successful run: the text, who answered, and every attempt (the winning one last).
+
+    ``handled_by`` is the name of the provider that actually answered (inside
+    nested chains too); it is ``None`` only when ``stopped`` or ``best_effort``
+    produced the text. ``value`` holds the validated object when ``schema=`` was
+    given. ``usage`` and ``cost_usd`` sum every attempt that reported them.
+    """
+
+    text: str
+    handled_by: str | None
+    attempts: tuple[Attempt, ...]
+    latency: float
+    value: Any = None
+    model: str | None = None
+    stopped: Stop | None = None
+    best_effort: bool = False
+
+    @property
+    def usage(self) -> Usage | None:
+        """Tokens summed over every attempt that reported usage (failed ones included)."""
+        total: Usage | None = None
+        for a in self.attempts:
+            if a.usage is not None:
+                total = a.usage if total is None else total + a.usage
+        return total
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Cost summed over every attempt that consumed priced tokens."""
+        costs = [a.cost_usd for a in self.attempts if a.cost_usd is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def failed_attempts(self) -> tuple[Attempt, ...]:
+        return tuple(a for a in self.attempts if a.error is not None or a.reason is not None)
+
+    def __repr__(self) -> str:
+        return (
+            f"Result(handled_by={self.handled_by!r}, attempts={len(self.attempts)}, "
+            f"latency={self.latency:.3f}, chars={len(self.text)})"
+        )
+
+
+# -- the provider interface ----------------------------------------------------
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything with a ``name`` and ``async complete(request) -> Response``.
+
+    ``complete`` must translate every failure into a class of
+    :mod:`orchestrator.errors` (plain exceptions are treated as transient) and
+    must not retry on its own: retries happen in the engine only.
+    """
+
+    name: str
+
+    async def complete(self, request: Request) -> Response: ...
+
+
+@runtime_checkable
+class StreamingProvider(Provider, Protocol):
+    """A provider that can stream: ``stream(request)`` yields text chunks, then one Response.
+
+    The final :class:`Response` carries the full text and usage. A stream that
+    ends without its terminator must raise ``StreamInterrupted``.
+    """
+
+    def stream(self, request: Request) -> AsyncIterator[str | Response]: ...

@@ -1,0 +1,222 @@
+"""``GeminiGenerate``: the Gemini API ``generateContent`` / ``streamGenerateContent``.
+
+``POST {base_url}/v1beta/models/{model}:generateContent`` (and
+``:streamGenerateContent?alt=sse``) with the key in ``x-goog-api-key``.
+Structured output uses ``responseMimeType: application/json`` and a
+``responseSchema`` translated to Gemini's dialect; a trailing assistant
+message is sent as a ``model`` turn to continue from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from orchestrator.secrets import Secret
+from orchestrator.types import Request, Response, Usage
+from providers.gemini.schema import gemini_schema
+from providers.http.base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    join_url,
+    load_json,
+    tokens,
+)
+from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
+from providers.http.errors import map_gemini_error
+
+__all__ = ["GeminiGenerate"]
+
+_BLOCKED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+    }
+)
+
+
+def _usage(data: Mapping[str, Any]) -> Usage | None:
+    meta = data.get("usageMetadata")
+    if not isinstance(meta, Mapping):
+        return None
+    output = tokens(meta.get("candidatesTokenCount")) + tokens(meta.get("thoughtsTokenCount"))
+    return Usage(tokens(meta.get("promptTokenCount")), output)
+
+
+def _text(parts: Any) -> str:
+    if not isinstance(parts, list):
+        raise Missing("reply has no candidates[0].content.parts list")
+    return "".join(
+        str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and not p.get("thought")
+    )
+
+
+class GeminiGenerate(VendorProvider):
+    """A Gemini model over the Gemini API (Google AI Studio keys).
+
+    ``GeminiGenerate("gemini-2.5-flash")`` reads ``GEMINI_API_KEY``, then
+    ``GOOGLE_API_KEY``, at call time. The key goes in ``x-goog-api-key`` (never
+    in the URL), only over https or to loopback unless ``allow_insecure_http=True``.
+    """
+
+    family = "gemini"
+    env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://generativelanguage.googleapis.com",
+        api_key: str | Secret | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        model_id = model.removeprefix("models/") if isinstance(model, str) else model
+        super().__init__(
+            model_id,
+            base_url=base_url,
+            api_key=api_key,
+            name=name,
+            timeout=timeout,
+            price=price,
+            client=client,
+            allow_insecure_http=allow_insecure_http,
+            extra_headers=extra_headers,
+            max_response_bytes=max_response_bytes,
+        )
+        root = f"/v1beta/models/{self.model}"
+        self._url = join_url(self.base_url, f"{root}:generateContent")
+        self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        return {"x-goog-api-key": key.reveal()}
+
+    def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
+        return map_gemini_error(status, headers, body, provider=self.name, key=self.secrets())
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        """The generateContent request body for ``request``."""
+        system = [request.system] if request.system else []
+        contents: list[dict[str, Any]] = []
+        for m in request.messages:
+            if m.role == "system":
+                system.append(m.content)
+                continue
+            role = "model" if m.role == "assistant" else "user"
+            contents.append({"role": role, "parts": [{"text": m.content}]})
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+        config: dict[str, Any] = {}
+        if request.max_tokens is not None:
+            config["maxOutputTokens"] = request.max_tokens
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.stop:
+            config["stopSequences"] = list(request.stop)
+        if request.json_schema is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseSchema"] = gemini_schema(request.json_schema)
+        if config:
+            body["generationConfig"] = config
+        return body
+
+    def _check_blocked(self, data: Mapping[str, Any]) -> None:
+        feedback = data.get("promptFeedback")
+        reason = feedback.get("blockReason") if isinstance(feedback, Mapping) else None
+        if reason:
+            raise GuardrailTriggered(f"prompt blocked (blockReason={reason})", provider=self.name)
+        candidates = data.get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        finish = first.get("finishReason") if isinstance(first, Mapping) else None
+        if finish in _BLOCKED:
+            raise GuardrailTriggered(f"reply blocked (finishReason={finish})", provider=self.name)
+
+    def parse(self, data: Any) -> Response:
+        """The Response for a generateContent reply (raises on a block or a missing field)."""
+        if not isinstance(data, Mapping):
+            raise Missing("reply is not a JSON object")
+        self._check_blocked(data)
+        candidate = dig(data, "candidates", 0)
+        text = _text(dig(data, "candidates", 0, "content", "parts"))
+        return self.response(
+            text, _usage(data), data.get("modelVersion"), candidate.get("finishReason")
+        )
+
+    async def complete(self, request: Request) -> Response:
+        """One generateContent call; every failure raised as an ``orchestrator.errors`` class."""
+        data = await self.post_json(self._url, self.payload(request))
+        try:
+            return self.parse(data)
+        except BAD_SHAPE as exc:
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
+
+    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+        """Yield text as it arrives, then the final Response.
+
+        Ends cleanly only when a chunk carries ``finishReason``; otherwise
+        ``StreamInterrupted``.
+        """
+        parts: list[str] = []
+        usage: Usage | None = None
+        model: str | None = None
+        finish: str | None = None
+        saw_content = False
+        async for event in self.post_events(self._stream_url, self.payload(request)):
+            data = load_json(event.data, provider=self.name, what="stream event")
+            if not isinstance(data, Mapping):
+                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
+            if "error" in data:
+                code = dig_code(data)
+                raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
+            try:
+                self._check_blocked(data)
+                usage = _usage(data) or usage
+                model = data.get("modelVersion") or model
+                candidates = data.get("candidates")
+                candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
+                if not isinstance(candidate, Mapping):
+                    continue
+                content = candidate.get("content")
+                text = ""
+                if isinstance(content, Mapping) and "parts" in content:
+                    saw_content = True
+                    text = _text(content["parts"])
+                finish = candidate.get("finishReason") or finish
+            except BAD_SHAPE as exc:
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
+            if text:
+                parts.append(text)
+                yield text
+        if finish is None:
+            raise StreamInterrupted(
+                f"stream ended after {len(parts)} chunks without finishReason", provider=self.name
+            )
+        if not saw_content:
+            raise InvalidOutput("stream carried no candidates[0].content", provider=self.name)
+        yield self.response("".join(parts), usage, model, finish)
+
+
+def dig_code(data: Mapping[str, Any]) -> int:
+    """The HTTP status of an in-stream ``{"error": {"code": ...}}`` (500 when not given)."""
+    err = data.get("error")
+    code = err.get("code") if isinstance(err, Mapping) else None
+    return code if isinstance(code, int) and 400 <= code <= 599 else 500

@@ -1,0 +1,318 @@
+"""``HTTPFallback``: hand a request over to any HTTP endpoint of your own.
+
+POSTs ``{"prompt", "messages", "system", "reason", "attempts"}`` as JSON and
+reads ``{"text": ...}`` back. ``reason`` and ``attempts`` describe the hand-over
+(taken from ``request.metadata["handover"]``, which the engine fills in); no
+other metadata and no secret is sent. Use it as the last child of a chain: a
+human queue, an internal service, a cached answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from orchestrator.errors import (
+    AuthenticationFailed,
+    GuardrailTriggered,
+    InvalidOutput,
+    ProviderError,
+    UnusableError,
+)
+from orchestrator.secrets import (
+    Secret,
+    check_endpoint,
+    has_url_credentials,
+    header_secrets,
+    redact_url,
+    split_user_info,
+    url_secrets,
+)
+from orchestrator.types import Request, Response, Usage
+from providers.http.base import (
+    BAD_SHAPE,
+    cost_of,
+    load_json,
+    parse_json,
+    seconds,
+    tokens,
+    validate_price,
+)
+from providers.http.body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    check_max_bytes,
+)
+from providers.http.client import (
+    Transport,
+    TransportError,
+    preload_transport,
+    shared_client,
+    to_transport,
+)
+from providers.http.errors import (
+    error_fields,
+    map_openai_error,
+    map_transport_error,
+    redacted,
+    short,
+)
+
+__all__ = ["HTTPFallback"]
+
+HeadersArg = (
+    Mapping[str, str]
+    | Callable[[], Mapping[str, str]]
+    | Callable[[], Awaitable[Mapping[str, str]]]
+    | None
+)
+_ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
+
+
+def _has_authorization(headers: Mapping[str, str]) -> bool:
+    return any(str(name).lower() == "authorization" for name in headers)
+
+
+def handover_payload(request: Request) -> dict[str, Any]:
+    """The JSON body for ``request``: prompt, messages, system and the hand-over record."""
+    handover = request.metadata.get("handover")
+    handover = handover if isinstance(handover, Mapping) else {}
+    attempts = handover.get("attempts")
+    reason = handover.get("reason")
+    return {
+        "prompt": request.prompt,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "system": request.system,
+        "reason": reason if isinstance(reason, str) else None,
+        "attempts": [
+            {k: a.get(k) for k in _ATTEMPT_KEYS}
+            for a in (attempts if isinstance(attempts, list | tuple) else ())
+            if isinstance(a, Mapping)
+        ],
+    }
+
+
+class HTTPFallback:
+    """POST the request to ``url`` and use the ``text`` of the JSON reply.
+
+    ``headers`` is a dict or a sync/async callable returning one (called on
+    every request, for fresh tokens). ``read_text(json) -> str`` reads another
+    reply shape. A non-2xx reply raises the taxonomy error for its status,
+    naming the status and the URL; a reply without a string ``text`` is
+    ``InvalidOutput``; one over ``max_response_bytes`` (default 32 MiB, after
+    decompression) is ``ResponseTooLarge``. ``timeout`` bounds the whole call.
+    Credentials (``headers=``, or user info / a token query parameter in
+    ``url``) travel only over https or to loopback unless
+    ``allow_insecure_http=True``; their values are masked in every message.
+    User info (``https://user:password@host/...``) is sent as a Basic
+    ``Authorization`` header, so it cannot be combined with another one.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: HeadersArg = None,
+        read_text: Callable[[Any], str] | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        if not isinstance(url, str):
+            raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
+        checked = check_endpoint(
+            url,
+            field="HTTPFallback.url",
+            allow_insecure_http=allow_insecure_http
+            or (headers is None and not has_url_credentials(url)),
+        )
+        if headers is not None and not (isinstance(headers, Mapping) or callable(headers)):
+            raise TypeError(
+                "HTTPFallback.headers: expected a dict or a callable returning one, "
+                f"got {type(headers).__name__}"
+            )
+        # User info in the URL is sent as a Basic Authorization header instead.
+        self.url, self._basic = split_user_info(checked)
+        if self._basic and isinstance(headers, Mapping) and _has_authorization(headers):
+            raise ValueError(
+                f"HTTPFallback: url={redact_url(checked)!r} carries user info and headers= "
+                "an Authorization header; give the credential once"
+            )
+        self._headers = headers
+        self._read_text = read_text
+        self._display = redact_url(self.url)
+        self._fixed_secrets = url_secrets(checked) + header_secrets(
+            {
+                "authorization": self._basic or "",
+                **(headers if isinstance(headers, Mapping) else {}),
+            }
+        )
+        parts = urlsplit(self.url)
+        host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+        self.name = name or f"http:{host}"
+        self.timeout = seconds(timeout, field="HTTPFallback.timeout")
+        self.max_response_bytes = check_max_bytes(
+            max_response_bytes, field="HTTPFallback.max_response_bytes"
+        )
+        self.price = validate_price(price, field="HTTPFallback.price")
+        self._transport: Transport | None = None if client is None else to_transport(client)
+        if client is None:
+            preload_transport()
+
+    def __repr__(self) -> str:
+        return f"HTTPFallback(url={self._display!r}, name={self.name!r})"
+
+    async def _request_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING}
+        if self._basic:
+            headers["authorization"] = self._basic
+        source = self._headers
+        if source is None:
+            return headers
+        try:
+            value: Any = source if isinstance(source, Mapping) else source()
+            if inspect.isawaitable(value):
+                value = await value
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected a dict of headers, got {type(value).__name__}")
+            headers.update({str(k): str(v) for k, v in value.items()})
+        except Exception as exc:
+            raise AuthenticationFailed(
+                f"headers callable failed ({type(exc).__name__}); fix the token source",
+                provider=self.name,
+            ) from exc
+        if self._basic and callable(source) and _has_authorization(value):
+            raise AuthenticationFailed(
+                "the headers callable returned an Authorization header and the url carries "
+                "user info; give the credential once",
+                provider=self.name,
+            )
+        return headers
+
+    def _secrets(self, sent: Mapping[str, str]) -> tuple[Secret, ...]:
+        """The URL's credentials and the credential headers' values actually sent."""
+        if isinstance(self._headers, Mapping):
+            return self._fixed_secrets
+        return header_secrets(sent) + self._fixed_secrets
+
+    def _error(
+        self, status: int, headers: Mapping[str, str], body: bytes, secrets: tuple[Secret, ...]
+    ) -> ProviderError:
+        # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
+        # convention; its hints (quota, context length) refine the status.
+        try:
+            parsed = parse_json(body)
+        except ValueError:
+            parsed = None
+        err = map_openai_error(status, headers, parsed, provider=self.name, key=secrets)
+        vendor = short(error_fields(parsed)[0], secrets)
+        if 300 <= status <= 399:
+            vendor = "a redirect, not followed so that credentials stay on url; check url"
+        err.message = f"POST {self._display} answered {status}" + (f": {vendor}" if vendor else "")
+        err.args = (err.message,)
+        return err
+
+    def _parse(self, data: Any) -> Response:
+        if isinstance(data, Mapping) and data.get("finish_reason") == "content_filter":
+            raise GuardrailTriggered(
+                f"{self._display} withheld the reply (finish_reason=content_filter)",
+                provider=self.name,
+            )
+        text = self._text(data)
+        usage = data.get("usage") if isinstance(data, Mapping) else None
+        failure: InvalidOutput | None = None
+        try:
+            use = (
+                Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
+                if isinstance(usage, Mapping)
+                else None
+            )
+        except BAD_SHAPE as exc:
+            failure = self._invalid(
+                f"the reply's usage is not token counts ({type(exc).__name__}; "
+                f"from {self._display}): give integer input_tokens/output_tokens",
+                exc,
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
+        model = data.get("model") if isinstance(data, Mapping) else None
+        return Response(
+            text=text,
+            usage=use,
+            model=model if isinstance(model, str) else None,
+            cost_usd=cost_of(use, self.price),
+        )
+
+    def _text(self, data: Any) -> str:
+        """The reply's text: ``read_text(data)``, or its ``text`` string."""
+        failure: InvalidOutput | None = None
+        try:
+            text = (
+                self._read_text(data)
+                if self._read_text
+                else (data.get("text") if isinstance(data, Mapping) else None)
+            )
+        except Exception as exc:
+            failure = self._invalid(
+                f"read_text raised {type(exc).__name__} on the reply from {self._display}", exc
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
+        if not isinstance(text, str):
+            what = "read_text(reply)" if self._read_text else 'the reply\'s "text"'
+            raise InvalidOutput(
+                f"{what} is {type(text).__name__}, expected a string (from {self._display})",
+                provider=self.name,
+            )
+        return text
+
+    def _invalid(self, message: str, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` with ``exc`` described as its cause, not chained (what
+        ``read_text`` or a conversion raises may quote the reply)."""
+        err = InvalidOutput(message, provider=self.name)
+        err.__cause__ = redacted(exc, self._fixed_secrets)
+        return err
+
+    async def complete(self, request: Request) -> Response:
+        """POST the request; every failure raised as an ``orchestrator.errors`` class."""
+        headers = await self._request_headers()
+        body = json.dumps(handover_payload(request)).encode()
+        transport = self._transport or shared_client()
+        failure: ProviderError | None = None
+        try:
+            reply = await transport.post(
+                self.url, headers, body, self.timeout, max_bytes=self.max_response_bytes
+            )
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
+        except TransportError as exc:
+            secrets = self._secrets(headers)
+            detail = short(str(exc), secrets)
+            failure = (
+                UnusableError(detail, provider=self.name)
+                if exc.refused
+                else map_transport_error(
+                    exc.timed_out, detail, provider=self.name, timeout=self.timeout
+                )
+            )
+            failure.__cause__ = redacted(exc.__cause__ or exc, secrets)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
+        if not 200 <= reply.status < 300:
+            raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
+        return self._parse(load_json(reply.body, provider=self.name))
+
+    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+        """The whole reply as one chunk, then the Response (the endpoint does not stream)."""
+        response = await self.complete(request)
+        if response.text:
+            yield response.text
+        yield response

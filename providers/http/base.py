@@ -1,0 +1,401 @@
+"""What every vendor HTTP provider shares: settings, the key, one POST, one stream, the cost.
+
+Vendor modules (``_openai``, ``_anthropic``, ``_gemini``) subclass
+:class:`VendorProvider` and supply the payload, the reply parsing and the
+error mapping; this module owns the boundary: every failure leaves here as a
+class of :mod:`orchestrator.errors`, with the library's exception described
+(type and masked message, :func:`~providers.http.errors.redacted`) as
+``__cause__``, never chained itself, and no message holds the key (the one
+actually sent, given or read from the environment), a credential of the URL or
+of a credential header, or the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from orchestrator.errors import (
+    AuthenticationFailed,
+    InvalidOutput,
+    ProviderError,
+    StreamInterrupted,
+    UnusableError,
+)
+from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
+from orchestrator.types import Response, Usage
+from providers.http.body import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    check_max_bytes,
+)
+from providers.http.client import (
+    Transport,
+    TransportError,
+    preload_transport,
+    shared_client,
+    to_transport,
+)
+from providers.http.errors import map_transport_error, redacted, short
+from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+from providers.http.sse import SSEEvent, sse_events
+
+__all__ = [
+    "BAD_SHAPE",
+    "MAX_JSON_DEPTH",
+    "Missing",
+    "VendorProvider",
+    "cost_of",
+    "dig",
+    "join_url",
+    "load_json",
+    "parse_json",
+    "schema_name",
+    "seconds",
+    "tokens",
+    "validate_price",
+]
+
+ErrorMapper = Callable[..., ProviderError]
+
+
+class Missing(Exception):
+    """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
+
+
+BAD_SHAPE = (
+    Missing,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
+"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``,
+``int(1e308 * 10)``...): providers catch these around parsing and raise
+``InvalidOutput`` for them."""
+
+MAX_TOKENS = 2**53
+"""Token counts at or past this are not counts (and would lose precision as floats)."""
+
+
+def tokens(value: Any) -> int:
+    """A token count from a reply (``None``/absent is 0); ``ValueError`` unless it is a
+    whole number in ``0..MAX_TOKENS``, so costs computed from it stay finite."""
+    count = int(value or 0)
+    if not 0 <= count < MAX_TOKENS:
+        raise ValueError(f"token count {str(count)[:20]} is out of range")
+    return count
+
+
+def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
+    """``data[path[0]][path[1]]...``; raises :class:`Missing` naming the path when absent
+    (or None); ``what`` names the document in the message ("reply", "stream event")."""
+    node = data
+    for i, step in enumerate(path):
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            node = None
+        if node is None:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[: i + 1])
+            raise Missing(f"{what} has no {where.lstrip('.')}") from None
+    return node
+
+
+def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
+    """Parse JSON with :func:`parse_json`, raising ``InvalidOutput`` when it is not."""
+    try:
+        return parse_json(data)
+    except ValueError as exc:
+        # Described, not chained: a JSONDecodeError holds the whole document (.doc).
+        reason = (
+            f"{type(exc).__name__} at char {exc.pos}"
+            if isinstance(exc, json.JSONDecodeError)
+            else short(str(exc))
+        )
+        failure = InvalidOutput(
+            f"{what} is not valid JSON ({reason}, {len(data)} bytes)", provider=provider
+        )
+    raise failure
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
+    ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
+
+    Every vendor builds its endpoint URLs here, once, at construction.
+    """
+    parts = urlsplit(base)
+    tail, _, extra = path.partition("?")
+    query = "&".join(q for q in (parts.query, extra) if q)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
+
+
+def seconds(value: float | timedelta, *, field: str) -> float:
+    """A positive number of seconds from a float or a ``timedelta``."""
+    out = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(out, bool) or not isinstance(out, int | float) or not out > 0:
+        raise ValueError(f"{field}={value!r} must be a positive number of seconds (e.g. 60.0)")
+    return float(out)
+
+
+def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[float, float] | None:
+    """``(usd_per_1M_input, usd_per_1M_output)``, both >= 0, or None."""
+    if price is None:
+        return None
+    try:
+        pin, pout = price
+        ok = pin >= 0 and pout >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{field}={price!r} must be (usd_per_1M_input, usd_per_1M_output), both >= 0"
+        )
+    return (float(pin), float(pout))
+
+
+def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | None:
+    """USD for ``usage`` at ``price`` per million tokens (None when either is unknown)."""
+    if usage is None or price is None:
+        return None
+    return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+
+class VendorProvider:
+    """Base of the vendor providers: validated settings and the HTTP boundary.
+
+    ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
+    byte, for ``complete`` and ``stream`` alike (``ProviderTimeout``).
+    ``max_response_bytes`` (default 32 MiB) caps the reply after decompression,
+    a whole stream included (``ResponseTooLarge``, which falls over at once).
+    """
+
+    family: ClassVar[str] = ""
+    env_vars: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | Secret | None,
+        name: str | None,
+        timeout: float | timedelta,
+        price: tuple[float, float] | None,
+        client: Any,
+        allow_insecure_http: bool,
+        extra_headers: Mapping[str, str] | None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        cls = type(self).__name__
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"{cls}.model: {model!r} must be a non-empty model name")
+        self.model = model
+        self.base_url = check_endpoint(
+            base_url,
+            field=f"{cls}.base_url",
+            allow_insecure_http=allow_insecure_http,
+            allow_user_info=False,
+        )
+        self.name = name or f"{self.family}:{model}"
+        self.timeout = seconds(timeout, field=f"{cls}.timeout")
+        self.max_response_bytes = check_max_bytes(
+            max_response_bytes, field=f"{cls}.max_response_bytes"
+        )
+        self.price = validate_price(price, field=f"{cls}.price")
+        if api_key is not None and not isinstance(api_key, str | Secret):
+            raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
+        self._key = Secret(api_key) if isinstance(api_key, str) else api_key
+        self._transport: Transport | None = None if client is None else to_transport(client)
+        if client is None:
+            preload_transport()
+        self._extra_headers = dict(extra_headers or {})
+        self._headers: tuple[Secret, dict[str, str]] | None = None
+        self._display_url = redact_url(self.base_url)
+        # Credentials besides the key, masked in every message: the URL's
+        # credential query values, and credential extra headers (Authorization, *key*...).
+        self._fixed_secrets = url_secrets(self.base_url) + header_secrets(self._extra_headers)
+
+    def __repr__(self) -> str:
+        cls = type(self).__name__
+        return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self._display_url!r})"
+
+    def secrets(self) -> tuple[Secret, ...]:
+        """What messages must mask: the key last sent (given or from the environment),
+        the key given, and the URL's and extra headers' credentials."""
+        sent = self._headers[0] if self._headers is not None else None
+        keys = tuple(k for k in (sent, self._key) if k)
+        return keys + self._fixed_secrets
+
+    # -- hooks for the vendor modules ----------------------------------------
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        """The headers carrying ``key`` (and any fixed vendor header)."""
+        raise NotImplementedError
+
+    def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
+        """The taxonomy error for a non-2xx reply."""
+        raise NotImplementedError
+
+    # -- shared machinery ---------------------------------------------------------
+
+    def api_key(self) -> Secret:
+        """The key given, else the first env var set; ``AuthenticationFailed`` when neither."""
+        if self._key:
+            return self._key
+        for var in self.env_vars:
+            value = os.environ.get(var)
+            if value:
+                return Secret(value)
+        names = " or ".join(self.env_vars)
+        raise AuthenticationFailed(
+            f"no API key: pass api_key= to {type(self).__name__} or set {names}",
+            provider=self.name,
+        )
+
+    def request_headers(self) -> dict[str, str]:
+        """Content type, auth and extra headers; rebuilt only when the key changes."""
+        key = self.api_key()
+        cached = self._headers
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        headers = {"content-type": "application/json", **self._extra_headers}
+        for name in [h for h in headers if h.lower() == "accept-encoding"]:
+            del headers[name]  # only what providers.http.body inflates in bounded slices
+        headers["accept-encoding"] = ACCEPT_ENCODING
+        headers.update(self.auth_headers(key))
+        self._headers = (key, headers)
+        return headers
+
+    def response(self, text: str, usage: Usage | None, model: Any, finish_reason: Any) -> Response:
+        """The final Response, with the cost when ``price`` is set (``model`` and
+        ``finish_reason`` as the reply gave them: kept only when strings)."""
+        return Response(
+            text=text,
+            usage=usage,
+            model=model if isinstance(model, str) and model else self.model,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            cost_usd=cost_of(usage, self.price),
+        )
+
+    def _error_body(self, body: bytes) -> Any:
+        try:
+            return parse_json(body)
+        except ValueError:
+            return None
+
+    def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
+        """The taxonomy error for ``exc``, the library's exception described as its cause
+        (:func:`redacted`); raise it outside the ``except`` block."""
+        detail = short(str(exc), self.secrets())
+        if exc.refused:
+            err: ProviderError = UnusableError(detail, provider=self.name)
+        else:
+            err = map_transport_error(
+                exc.timed_out,
+                detail,
+                provider=self.name,
+                timeout=self.timeout,
+                streaming=streaming and exc.after_headers,
+            )
+        err.__cause__ = redacted(exc.__cause__ or exc, self.secrets())
+        return err
+
+    async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
+        """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
+        headers = self.request_headers()
+        transport = self._transport or shared_client()
+        failure: ProviderError | None = None
+        try:
+            reply = await transport.post(
+                url,
+                headers,
+                json.dumps(payload).encode(),
+                self.timeout,
+                max_bytes=self.max_response_bytes,
+            )
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
+        except TransportError as exc:
+            failure = self._transport_failure(exc, streaming=False)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
+        if not 200 <= reply.status < 300:
+            raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
+        return load_json(reply.body, provider=self.name)
+
+    async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
+        """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
+
+        A transport failure after the reply started is ``StreamInterrupted``, and
+        so is a body that ends inside an event whose data is not whole JSON.
+        ``timeout`` bounds the whole stream (``ProviderTimeout``), and
+        ``max_response_bytes`` the whole body and so each line and event
+        (``ResponseTooLarge``).
+        """
+        headers = self.request_headers()
+        transport = self._transport or shared_client()
+        limit = self.max_response_bytes
+        failure: ProviderError | None = None
+        try:
+            async with transport.stream(
+                url, headers, json.dumps(payload).encode(), self.timeout, max_bytes=limit
+            ) as reply:
+                if not 200 <= reply.status < 300:
+                    body = await reply.read()
+                    raise self.map_error(reply.status, reply.headers, self._error_body(body))
+                async for event in sse_events(reply.chunks(), max_bytes=limit):
+                    if not event.complete and not _whole(event.data):
+                        raise StreamInterrupted(
+                            "stream ended inside an event (no blank line after its data)",
+                            provider=self.name,
+                        )
+                    yield event
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
+        except TransportError as exc:
+            failure = self._transport_failure(exc, streaming=True)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context
+
+    def invalid(self, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
+        :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
+        ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
+        if isinstance(exc, Missing):
+            return InvalidOutput(str(exc), provider=self.name)
+        err = InvalidOutput(
+            f"reply has an unexpected shape ({type(exc).__name__}: "
+            f"{short(str(exc), self.secrets())})",
+            provider=self.name,
+        )
+        err.__cause__ = redacted(exc, self.secrets())
+        return err
+
+
+def _whole(data: str) -> bool:
+    """True when an event's data is complete: valid JSON or the ``[DONE]`` marker."""
+    if data == "[DONE]":
+        return True
+    try:
+        parse_json(data)
+    except ValueError:
+        return False
+    return True
+
+
+def schema_name(name: str | None) -> str:
+    """A vendor-safe tool/schema name (``[a-zA-Z0-9_-]{1,64}``), default ``"response"``."""
+    import re
+
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name or "")[:64]
+    return cleaned or "response"

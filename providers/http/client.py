@@ -1,0 +1,203 @@
+"""The HTTP transport the providers share, and the small interface they use it through.
+
+Providers speak to the network through :class:`Transport` (``post`` for a whole
+reply, ``stream`` for server-sent events), so the client library is one choice
+made here. The default is one pooled ``aiohttp.ClientSession`` per event loop
+(:func:`shared_client`): ``bench/transport.py`` measured it at about 2x the
+throughput and less than half the CPU per call of httpx on the aiohttp
+transport, and 15x+ httpx's default pool, at 200 concurrent calls (figures in
+``bench/TRANSPORT.md``). A user may still pass their own ``httpx.AsyncClient``
+or ``aiohttp.ClientSession`` as ``client=``; it is adapted, never closed by us.
+
+No retries happen here: a failure is raised once, as :class:`TransportError`,
+and the provider maps it into :mod:`orchestrator.errors`. Redirects are never
+followed (a 3xx reaches the provider, which reports a wrong ``base_url``), so
+headers carrying keys never travel to another origin; transport error messages
+show URLs without user info or query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import weakref
+from collections.abc import AsyncGenerator
+from contextlib import suppress
+
+from providers.http.transport import (
+    AiohttpTransport,
+    HttpxTransport,
+    RawReply,
+    StreamReply,
+    Transport,
+    TransportError,
+    to_transport,
+)
+
+__all__ = [
+    "AiohttpTransport",
+    "HttpxTransport",
+    "preload_transport",
+    "POOL_SIZE",
+    "RawReply",
+    "StreamReply",
+    "Transport",
+    "TransportError",
+    "close_shared_client",
+    "shared_client",
+    "to_transport",
+]
+
+POOL_SIZE = 1024
+"""Connections the shared client keeps open at most (all hosts together)."""
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+# -- the shared client ---------------------------------------------------------
+
+
+class _Entry:
+    __slots__ = ("closer", "transport")
+
+    def __init__(self, transport: AiohttpTransport, closer: AsyncGenerator[None, None]) -> None:
+        self.transport = transport
+        self.closer = closer
+
+
+_ATTR = "_failover_shared_transport"
+
+
+class _PerLoop:
+    """The shared transport of each event loop, kept as an attribute of the loop itself.
+
+    A global table would keep every loop alive: the session references its loop.
+    On the loop, the entry dies with it, even when the loop was closed without
+    ``shutdown_asyncgens`` (``run_until_complete`` + ``close``); a garbage
+    collection hook first closes such orphaned sessions quietly. Loops that take
+    no attributes fall back to a weak-keyed table (kept until closed properly).
+    """
+
+    def __init__(self) -> None:
+        self._loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+        self._fallback: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._hooked = False
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> _Entry | None:
+        entry: _Entry | None = getattr(loop, _ATTR, None)
+        if entry is None and self._fallback:
+            entry = self._fallback.get(loop)
+        return entry
+
+    def __setitem__(self, loop: asyncio.AbstractEventLoop, entry: _Entry) -> None:
+        try:
+            setattr(loop, _ATTR, entry)
+        except AttributeError:
+            self._fallback[loop] = entry
+        self._loops.add(loop)
+        if not self._hooked:
+            gc.callbacks.append(self._reap)
+            self._hooked = True
+
+    def __delitem__(self, loop: asyncio.AbstractEventLoop) -> None:
+        if getattr(loop, _ATTR, None) is not None:
+            delattr(loop, _ATTR)
+        else:
+            self._fallback.pop(loop, None)
+
+    def items(self) -> list[tuple[asyncio.AbstractEventLoop, _Entry]]:
+        pairs = [(loop, self.get(loop)) for loop in list(self._loops)]
+        return [(loop, entry) for loop, entry in pairs if entry is not None]
+
+    def values(self) -> list[_Entry]:
+        return [entry for _, entry in self.items()]
+
+    def __len__(self) -> int:
+        return len(self.items())
+
+    def _reap(self, phase: str, info: dict[str, int]) -> None:
+        # Before each collection: close (without awaiting) the sessions of loops already
+        # closed, so the session and connector do not log "Unclosed client session" when
+        # the loop's objects are collected.
+        if phase != "start" or not self._loops:
+            return
+        with suppress(Exception):
+            for loop in list(self._loops):
+                if loop.is_closed():
+                    entry = self.get(loop)
+                    if entry is not None:
+                        del self[loop]
+                        entry.transport._close_detached()
+
+
+_shared = _PerLoop()
+
+
+async def _close_at_loop_shutdown(
+    loop_ref: weakref.ref[asyncio.AbstractEventLoop], transport: AiohttpTransport
+) -> AsyncGenerator[None, None]:
+    # An async generator the loop tracks: asyncio.run() and asyncio.Runner call
+    # loop.shutdown_asyncgens() before closing the loop, which runs this
+    # finally while the loop can still await the session's close. The loop is
+    # held weakly: this frame must not keep a loop closed without that alive.
+    try:
+        yield
+    finally:
+        loop = loop_ref()
+        entry = None if loop is None else _shared.get(loop)
+        if loop is not None and entry is not None and entry.transport is transport:
+            del _shared[loop]
+        await transport.aclose()
+
+
+def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=POOL_SIZE, limit_per_host=0, ttl_dns_cache=300)
+    session = aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None),
+        # Proxies from the environment are applied per URL by the transport (loopback
+        # never proxied); aiohttp's own trust_env would proxy loopback too.
+        trust_env=False,
+    )
+    env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
+    transport = AiohttpTransport(session, owned=True, env_proxy=env_proxy)
+    closer = _close_at_loop_shutdown(weakref.ref(loop), transport)
+    step = closer.asend(None)  # first step: the loop's asyncgen hooks now track it
+    with suppress(StopIteration):
+        step.send(None)
+    return _Entry(transport, closer)
+
+
+def preload_transport() -> None:
+    """Import the shared transport's HTTP library now (about 0.1-0.2 s, once per process).
+
+    Providers call this when they are built, so the first call does not spend
+    its attempt deadline importing aiohttp; ``import providers`` stays cheap.
+    """
+    import aiohttp  # noqa: F401
+
+
+def shared_client() -> Transport:
+    """The process's pooled HTTP transport for the running event loop (created on first use).
+
+    One per event loop, so ``asyncio.run`` twice and ``run_sync`` keep working;
+    it is closed when its loop shuts down (or by :func:`close_shared_client`).
+    Must be called from inside a running loop.
+    """
+    loop = asyncio.get_running_loop()
+    entry = _shared.get(loop)
+    if entry is None:
+        entry = _shared[loop] = _new_shared(loop)
+    return entry.transport
+
+
+async def close_shared_client() -> None:
+    """Close the running loop's shared transport now (a new one is made on next use)."""
+    entry = _shared.get(asyncio.get_running_loop())
+    if entry is not None:
+        await entry.closer.aclose()

@@ -1,0 +1,438 @@
+"""The :class:`Transport` interface and its adapters over aiohttp and httpx.
+
+A transport does one POST, whole or streamed, and raises :class:`TransportError`
+on any failure below HTTP; it never retries and never follows a redirect (a
+3xx is returned, so headers carrying keys never reach another origin). Error
+messages show URLs without user info or query. :mod:`providers.http.client`
+owns the shared, pooled instance.
+
+Bodies are bounded the same way in both adapters: the libraries' own
+decompression is off, and :mod:`providers.http.body` decodes, counts and caps the
+raw bytes (``BodyTooLarge``, raised as is), and ``timeout`` bounds the whole
+exchange, streams included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from orchestrator.secrets import (
+    has_url_credentials,
+    is_credential_header,
+    is_loopback,
+    redact_urls,
+    scrub,
+    url_secrets,
+)
+from providers.http.body import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    aiohttp_body,
+    asking_gzip,
+    bounded_chunks,
+)
+
+if TYPE_CHECKING:
+    import aiohttp
+    import httpx
+
+__all__ = [
+    "AiohttpTransport",
+    "HttpxTransport",
+    "RawReply",
+    "StreamReply",
+    "Transport",
+    "TransportError",
+    "to_transport",
+]
+
+
+class TransportError(Exception):
+    """The request did not get a complete HTTP reply; the library's error is ``__cause__``.
+
+    ``timed_out`` tells a timeout (the provider's own ``timeout=``) from a
+    connect/read/write failure. ``after_headers`` is True when the reply had
+    started (status and headers received) before the failure. ``refused`` is
+    True when the request was not sent because it would have leaked
+    credentials (a plain-http proxy): retrying cannot help.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        timed_out: bool,
+        after_headers: bool = False,
+        refused: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.after_headers = after_headers
+        self.refused = refused
+
+
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """A complete HTTP reply: status, headers (case-insensitive lookup) and body bytes."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class StreamReply(Protocol):
+    """An HTTP reply whose body is read incrementally: decoded, capped at the
+    stream's ``max_bytes`` (``BodyTooLarge``) and within its deadline."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def read(self) -> bytes: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What a provider needs from an HTTP client: one POST, whole or streamed.
+
+    ``timeout`` is the provider's attempt timeout in seconds: the whole exchange,
+    from connecting to the body's last byte, for ``post`` and ``stream`` alike.
+    ``max_bytes`` caps the reply's body after decompression (``BodyTooLarge``).
+    Implementations raise :class:`TransportError` and never retry.
+    """
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply: ...
+
+    def stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> AbstractAsyncContextManager[StreamReply]: ...
+
+    async def aclose(self) -> None: ...
+
+
+# -- aiohttp ------------------------------------------------------------------
+
+
+class _AiohttpStream:
+    __slots__ = ("_max_bytes", "_resp", "_url")
+
+    def __init__(self, resp: aiohttp.ClientResponse, url: str, max_bytes: int) -> None:
+        self._resp = resp
+        self._url = url
+        self._max_bytes = max_bytes
+
+    @property
+    def status(self) -> int:
+        return self._resp.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._resp.headers
+
+    async def read(self) -> bytes:
+        try:
+            return await aiohttp_body(self._resp, self._max_bytes)
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, self._url, after_headers=True) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        resp = self._resp
+        encoding = resp.headers.get("Content-Encoding")
+        try:
+            # The deadline is aiohttp's own total timeout (set for streams too).
+            async for data in bounded_chunks(resp.content.iter_any(), encoding, self._max_bytes):
+                yield data
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, self._url, after_headers=True) from exc
+
+
+def _as_transport_error(exc: Exception, url: str, *, after_headers: bool = False) -> TransportError:
+    """Any library or OS failure of one exchange as a :class:`TransportError`.
+
+    The message shows URLs without user info or query, and masks the
+    credentials ``url`` carries (libraries quote the request URL).
+    """
+    if isinstance(exc, TransportError):
+        return exc
+    httpx_mod = sys.modules.get("httpx")
+    timed_out = isinstance(exc, TimeoutError) or (
+        httpx_mod is not None and isinstance(exc, httpx_mod.TimeoutException)
+    )
+    if timed_out:
+        return TransportError("timed out", timed_out=True, after_headers=after_headers)
+    text = scrub(redact_urls(f"{type(exc).__name__}: {exc}"), url_secrets(url))
+    return TransportError(text[:200], timed_out=False, after_headers=after_headers)
+
+
+_Route = tuple[Any, Any, bool]  # (proxy URL or None, proxy auth or None, plain-http proxy hop)
+_DIRECT: _Route = (None, None, False)
+
+
+def _env_route(url: str) -> _Route:
+    """The proxy the environment gives ``url`` (never for loopback targets: NO_PROXY
+    semantics for localhost, 127.0.0.0/8 and ::1), and whether the hop to it is
+    plain http carrying a plain-http request (so any credential would be readable)."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    target = URL(url)
+    if not target.host or is_loopback(target.host):
+        return _DIRECT
+    try:
+        proxy, auth = get_env_proxy_for_url(target)
+    except LookupError:
+        return _DIRECT
+    clear = target.scheme == "http" and proxy.scheme == "http"
+    return (proxy, auth, clear and not is_loopback(proxy.host or ""))
+
+
+class AiohttpTransport:
+    """:class:`Transport` over an ``aiohttp.ClientSession`` (closed by :meth:`aclose` if owned).
+
+    ``env_proxy=True`` (the shared client, when a proxy variable is set) routes
+    each URL through the environment's proxy, decided once per URL: loopback
+    targets are never proxied, and a request carrying credentials is refused
+    rather than sent in clear text through a plain-http proxy to an http target.
+    """
+
+    def __init__(
+        self, session: aiohttp.ClientSession, *, owned: bool = False, env_proxy: bool = False
+    ) -> None:
+        self._session = session
+        self._owned = owned
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._routes: dict[str, _Route] | None = {} if env_proxy else None
+
+    def _proxy(self, url: str, headers: Mapping[str, str]) -> _Route:
+        routes = self._routes
+        assert routes is not None
+        route = routes.get(url)
+        if route is None:
+            if len(routes) > 1024:
+                routes.clear()
+            route = routes[url] = _env_route(url)
+        if route[2] and (has_url_credentials(url) or any(is_credential_header(h) for h in headers)):
+            raise TransportError(
+                f"refused to send credentials to an http:// URL through the plain-http proxy "
+                f"{route[0].host} (from HTTP_PROXY/ALL_PROXY), where anyone on the way can read "
+                "them: use an https:// URL, an https or loopback proxy, or add the host to "
+                "NO_PROXY",
+                timed_out=False,
+                refused=True,
+            )
+        return route
+
+    def _close_detached(self) -> None:
+        """Close the session of an event loop already closed (no await possible; best effort).
+
+        With the loop closed, aiohttp only marks the session and connector closed (so
+        they do not warn when collected); their sockets close when collected.
+        """
+        coro = self._session.close()
+        try:
+            coro.send(None)
+        except StopIteration:
+            return
+        except Exception:
+            return
+        coro.close()
+
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        # ``total`` bounds the whole exchange, body included: a stream that drips a
+        # keep-alive forever ends at ``seconds`` like a whole reply does.
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            import aiohttp
+
+            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
+        return timeout
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply:
+        try:
+            proxy, auth, _ = (
+                (None, None, False) if self._routes is None else self._proxy(url, headers)
+            )
+            async with self._session.post(
+                url,
+                data=body,
+                headers=asking_gzip(headers),
+                timeout=self._timeout(timeout),
+                allow_redirects=False,
+                proxy=proxy,
+                proxy_auth=auth,
+                auto_decompress=False,
+            ) as resp:
+                return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, url) from exc
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> AsyncGenerator[StreamReply, None]:
+        try:
+            proxy, auth, _ = (
+                (None, None, False) if self._routes is None else self._proxy(url, headers)
+            )
+            resp = await self._session.post(
+                url,
+                data=body,
+                headers=asking_gzip(headers),
+                timeout=self._timeout(timeout),
+                allow_redirects=False,
+                proxy=proxy,
+                proxy_auth=auth,
+                auto_decompress=False,
+            )
+        except Exception as exc:
+            raise _as_transport_error(exc, url) from exc
+        try:
+            yield _AiohttpStream(resp, url, max_bytes)
+        finally:
+            resp.close()
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self._session.close()
+
+
+# -- httpx (a user's own client) ---------------------------------------------
+
+
+class _HttpxStream:
+    __slots__ = ("_deadline", "_max_bytes", "_resp", "_url")
+
+    def __init__(self, resp: httpx.Response, url: str, max_bytes: int, deadline: float) -> None:
+        self._resp = resp
+        self._url = url
+        self._max_bytes = max_bytes
+        self._deadline = deadline  # httpx times each read only: the exchange's end is ours
+
+    @property
+    def status(self) -> int:
+        return self._resp.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._resp.headers
+
+    def _bounded(self) -> AsyncIterator[bytes]:
+        resp = self._resp
+        encoding = resp.headers.get("content-encoding")
+        return bounded_chunks(resp.aiter_raw(), encoding, self._max_bytes, self._deadline)
+
+    async def read(self) -> bytes:
+        try:
+            return b"".join([data async for data in self._bounded()])
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, self._url, after_headers=True) from exc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for data in self._bounded():
+                yield data
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, self._url, after_headers=True) from exc
+
+
+class HttpxTransport:
+    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here)."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply:
+        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
+            return RawReply(reply.status, reply.headers, await reply.read())
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> AsyncGenerator[StreamReply, None]:
+        deadline = asyncio.get_running_loop().time() + timeout
+        request = self._client.build_request(
+            "POST", url, content=body, headers=asking_gzip(headers), timeout=timeout
+        )
+        try:
+            async with asyncio.timeout_at(deadline):
+                resp = await self._client.send(request, stream=True, follow_redirects=False)
+        except Exception as exc:
+            raise _as_transport_error(exc, url) from exc
+        try:
+            yield _HttpxStream(resp, url, max_bytes, deadline)
+        finally:
+            await resp.aclose()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def to_transport(client: Any) -> Transport:
+    """Adapt ``client=`` (an aiohttp session, an httpx client or a Transport) for providers."""
+    aiohttp_mod = sys.modules.get("aiohttp")
+    if aiohttp_mod is not None and isinstance(client, aiohttp_mod.ClientSession):
+        return AiohttpTransport(client)
+    httpx_mod = sys.modules.get("httpx")
+    if httpx_mod is not None and isinstance(client, httpx_mod.AsyncClient):
+        return HttpxTransport(client)
+    if isinstance(client, Transport):
+        return client
+    raise TypeError(
+        f"client: expected an httpx.AsyncClient, an aiohttp.ClientSession or a Transport, "
+        f"got {type(client).__name__}"
+    )

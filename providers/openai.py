@@ -1,0 +1,229 @@
+"""``OpenAIChat``: the Chat Completions API, on OpenAI or any compatible endpoint.
+
+Works with OpenAI, Azure-style gateways, OpenRouter, vLLM, Ollama and other
+servers that speak ``POST {base_url}/chat/completions``. Structured output is
+asked for with ``response_format: {"type": "json_schema", ...}``; streams use
+``stream_options.include_usage`` so the final Response carries token usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+from orchestrator.errors import (
+    GuardrailTriggered,
+    InvalidOutput,
+    ProviderError,
+    StreamInterrupted,
+)
+from orchestrator.secrets import Secret
+from orchestrator.types import Request, Response, Usage
+from providers.http.base import (
+    BAD_SHAPE,
+    Missing,
+    VendorProvider,
+    dig,
+    join_url,
+    load_json,
+    schema_name,
+    tokens,
+)
+from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
+from providers.http.errors import map_openai_error, short
+
+__all__ = ["OpenAIChat"]
+
+
+def _usage(data: Any) -> Usage | None:
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    return Usage(tokens(usage.get("prompt_tokens")), tokens(usage.get("completion_tokens")))
+
+
+class OpenAIChat(VendorProvider):
+    """An OpenAI Chat Completions model (or any OpenAI-compatible endpoint).
+
+    ``OpenAIChat("gpt-4o-mini")`` reads ``OPENAI_API_KEY`` at call time; give
+    ``base_url=`` for another region or server (``.../v1``, without
+    ``/chat/completions``). ``max_tokens_param="max_completion_tokens"`` for
+    OpenAI reasoning models that refuse ``max_tokens``. The key travels only
+    over https or to loopback unless ``allow_insecure_http=True``.
+    """
+
+    family = "openai"
+    env_vars = ("OPENAI_API_KEY",)
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | Secret | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_tokens_param: str = "max_tokens",
+    ) -> None:
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            name=name,
+            timeout=timeout,
+            price=price,
+            client=client,
+            allow_insecure_http=allow_insecure_http,
+            extra_headers=extra_headers,
+            max_response_bytes=max_response_bytes,
+        )
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError(
+                f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "
+                "use 'max_tokens' or 'max_completion_tokens'"
+            )
+        self.max_tokens_param = max_tokens_param
+        self._url = join_url(self.base_url, "/chat/completions")
+
+    def auth_headers(self, key: Secret) -> dict[str, str]:
+        return {"authorization": f"Bearer {key.reveal()}"}
+
+    def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
+        return map_openai_error(status, headers, body, provider=self.name, key=self.secrets())
+
+    def payload(self, request: Request, *, stream: bool) -> dict[str, Any]:
+        """The Chat Completions request body for ``request``."""
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for m in request.messages:
+            role = "user" if m.role == "tool" else m.role
+            messages.append({"role": role, "content": m.content})
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if request.max_tokens is not None:
+            body[self.max_tokens_param] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema_name(request.schema_name),
+                    "schema": dict(request.json_schema),
+                    "strict": False,
+                },
+            }
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _refused(self, finish: Any, refusal: Any) -> GuardrailTriggered | None:
+        if finish == "content_filter":
+            return GuardrailTriggered(
+                "reply withheld by the content filter (finish_reason=content_filter)",
+                provider=self.name,
+            )
+        if isinstance(refusal, str) and refusal:
+            return GuardrailTriggered(f"model refused: {short(refusal)}", provider=self.name)
+        return None
+
+    def parse(self, data: Any) -> Response:
+        """The Response for a Chat Completions reply (raises on refusal or a missing field)."""
+        choice = dig(data, "choices", 0)
+        message = choice.get("message") if isinstance(choice, Mapping) else None
+        refusal = message.get("refusal") if isinstance(message, Mapping) else None
+        refused = self._refused(choice.get("finish_reason"), refusal)
+        if refused is not None:
+            raise refused
+        text = dig(data, "choices", 0, "message", "content")
+        if not isinstance(text, str):
+            raise Missing("reply has no choices[0].message.content string")
+        return self.response(text, _usage(data), data.get("model"), choice.get("finish_reason"))
+
+    async def complete(self, request: Request) -> Response:
+        """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
+        data = await self.post_json(self._url, self.payload(request, stream=False))
+        try:
+            return self.parse(data)
+        except BAD_SHAPE as exc:
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
+
+    def _deltas(
+        self, chunk: Mapping[str, Any], finish: str | None
+    ) -> tuple[list[str], bool, str | None]:
+        """(texts, saw a first choice, finish_reason so far) of one stream chunk."""
+        texts: list[str] = []
+        saw = False
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            saw = True
+            delta = choice.get("delta") or {}
+            refused = self._refused(choice.get("finish_reason"), delta.get("refusal"))
+            if refused is not None:
+                raise refused
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                texts.append(text)
+            finish = choice.get("finish_reason") or finish
+        return texts, saw, finish
+
+    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+        """Yield text deltas as they arrive, then the final Response.
+
+        Ends cleanly only on ``data: [DONE]`` or a ``finish_reason``; otherwise
+        ``StreamInterrupted``.
+        """
+        parts: list[str] = []
+        usage: Usage | None = None
+        model: str | None = None
+        finish: str | None = None
+        done = saw_choice = False
+        async for event in self.post_events(self._url, self.payload(request, stream=True)):
+            if event.data == "[DONE]":
+                done = True
+                break
+            chunk = load_json(event.data, provider=self.name, what="stream event")
+            if not isinstance(chunk, Mapping):
+                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
+            if "error" in chunk:
+                code = dig_status(chunk)
+                raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
+            failure: InvalidOutput | None = None
+            try:
+                usage = _usage(chunk) or usage
+                model = chunk.get("model") or model
+                texts, saw, finish = self._deltas(chunk, finish)
+            except BAD_SHAPE as exc:
+                failure = self.invalid(exc)
+            if failure is not None:
+                raise failure  # not in the except block, where exc would be the context
+            saw_choice = saw_choice or saw
+            for text in texts:
+                parts.append(text)
+                yield text
+        if not done and finish is None:
+            raise StreamInterrupted(
+                f"stream ended after {len(parts)} chunks without finish_reason or [DONE]",
+                provider=self.name,
+            )
+        if not saw_choice:
+            raise InvalidOutput("stream carried no choices", provider=self.name)
+        yield self.response("".join(parts), usage, model, finish)
+
+
+def dig_status(chunk: Mapping[str, Any]) -> int:
+    """The HTTP-like status of an in-stream ``{"error": ...}`` event (500 when not given)."""
+    err = chunk.get("error")
+    code = err.get("code") if isinstance(err, Mapping) else None
+    return code if isinstance(code, int) and 400 <= code <= 599 else 500

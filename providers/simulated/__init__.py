@@ -1,0 +1,13 @@
+"""A real HTTP server on loopback speaking the OpenAI, Anthropic and Gemini wire formats.
+
+``server`` holds :class:`SimulatedServer` and the command line; ``faults`` what a
+request gets; ``script`` the script-file format; ``http11`` the HTTP/1.1 server;
+``respond`` renders a fault; ``hostile`` the oversized and endless replies;
+``wires/`` one module per wire format.
+"""
+
+from __future__ import annotations
+
+from providers.simulated.server import ROUTES, Fault, SimulatedServer, load_script, main
+
+__all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]

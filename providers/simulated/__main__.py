@@ -1,0 +1,9 @@
+"""``python -m providers.simulated``: run the simulated provider server."""
+
+from __future__ import annotations
+
+import sys
+
+from providers.simulated.server import main
+
+sys.exit(main())

@@ -1,0 +1,402 @@
+"""A real HTTP server on loopback that speaks the OpenAI, Anthropic and Gemini
+wire formats (JSON and SSE) and fails on cue: the test double for every chain.
+
+Use it in tests, examples and benchmarks instead of a mock: providers talk to
+it over real HTTP, so their error mapping, stream parsing and timeouts are the
+ones that run in production. Not a load generator and not a model: replies are
+derived from the prompt deterministically.
+
+In a test (same event loop)::
+
+    async with SimulatedServer() as sim:
+        sim.script("openai", [Fault.status(503), Fault.ok("hello")])
+        provider = OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key="sk-test")
+        ...
+        assert sim.count("openai") == 2
+
+From synchronous code: ``with SimulatedServer.in_thread() as sim: ...`` (own
+thread and loop). Standalone: ``python -m providers.simulated --port 8787
+--script faults.json`` (also ``failover simulate``).
+
+Routes (``sim.url`` is ``http://127.0.0.1:PORT``):
+
+===========  ================================================================
+openai       ``POST /openai/v1/chat/completions`` (``"stream": true`` for SSE)
+responses    ``POST /openai/v1/responses``: the OpenAI Responses API (JSON, or
+             semantic SSE events with ``"stream": true``); same base URL
+             (``sim.openai_url``) as ``openai``, its own script and count
+anthropic    ``POST /anthropic/v1/messages`` (``"stream": true`` for SSE)
+gemini       ``POST /gemini/v1beta/models/{model}:generateContent`` and
+             ``:streamGenerateContent?alt=sse``
+http         ``POST /http/complete``: JSON in, ``{"text": ...}`` out
+===========  ================================================================
+
+Each route answers every request with the next fault of its script, and with
+its default (``Fault.ok()`` unless set) once the script is used up.
+
+Script file format (``--script FILE``): a JSON object mapping a route to a list
+of fault specs, consumed in order, plus an optional ``"defaults"`` object
+mapping a route to one spec::
+
+    {
+      "openai": [{"status": 503}, {"rate_limited": 0.5}, {"ok": "hello"}],
+      "anthropic": ["overloaded", {"delay": 0.2, "then": {"ok": "late"}}],
+      "defaults": {"gemini": {"flaky": 0.3, "seed": 7, "fault": {"status": 503}}}
+    }
+
+A spec is ``{"<Fault factory name>": <argument>, **keyword arguments}``; see
+:meth:`Fault.from_spec`. While running, the server can also be driven over
+HTTP: ``GET /_sim/counts``, ``POST /_sim/script`` (same format as the file),
+``POST /_sim/reset``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any
+
+from providers.simulated.faults import Fault
+from providers.simulated.http11 import Exchange, HTTPServer
+from providers.simulated.respond import parse_body, respond, send_json
+from providers.simulated.script import ROUTES, check_route, load_script, parse_script
+from providers.simulated.wires.anthropic import AnthropicWire
+from providers.simulated.wires.base import Wire
+from providers.simulated.wires.gemini import GeminiWire
+from providers.simulated.wires.http import HTTPWire
+from providers.simulated.wires.openai import OpenAIWire
+from providers.simulated.wires.responses import ResponsesWire
+
+__all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]
+
+_WIRES: dict[str, Wire] = {
+    "/openai/v1/chat/completions": OpenAIWire(),
+    "/openai/v1/responses": ResponsesWire(),
+    "/anthropic/v1/messages": AnthropicWire(),
+    "/http/complete": HTTPWire(),
+}
+_GEMINI = GeminiWire()
+_GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
+
+FaultLike = Fault | Mapping[str, Any] | str
+
+
+def _fault(value: FaultLike) -> Fault:
+    return value if isinstance(value, Fault) else Fault.from_spec(value)
+
+
+class SimulatedServer:
+    """The simulated provider server; an async context manager that runs it.
+
+    ``port=0`` picks a free port. ``script`` and ``defaults`` preload faults
+    (route -> faults, route -> fault). Up to ``max_recorded`` requests per route
+    are kept for :meth:`requests` (the oldest are dropped; counts stay exact).
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        script: Mapping[str, Iterable[FaultLike]] | None = None,
+        defaults: Mapping[str, FaultLike] | None = None,
+        max_recorded: int = 10_000,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._scripts: dict[str, deque[Fault]] = {r: deque() for r in ROUTES}
+        self._defaults: dict[str, Fault] = dict.fromkeys(ROUTES, Fault.ok())
+        self._counts: dict[str, int] = dict.fromkeys(ROUTES, 0)
+        self._records: dict[str, deque[tuple[Any, ...]]] = {
+            r: deque(maxlen=max_recorded) for r in ROUTES
+        }
+        self._seq = 0
+        self._in_flight = 0
+        self._server: HTTPServer | None = None
+        for route, faults in (script or {}).items():
+            self.script(route, faults)
+        for route, fault in (defaults or {}).items():
+            self.set_default(route, fault)
+
+    # -- addresses ----------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` of the running server."""
+        if self._server is None:
+            raise RuntimeError(
+                "SimulatedServer.url: the server is not running; "
+                "use `async with SimulatedServer() as sim` or `SimulatedServer.in_thread()`"
+            )
+        return f"http://{self._host}:{self._port}"
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens on (known once started)."""
+        return self._port
+
+    @property
+    def openai_url(self) -> str:
+        """Base URL for OpenAI clients (``.../openai/v1``)."""
+        return f"{self.url}/openai/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        """Base URL for Anthropic clients (``.../anthropic``)."""
+        return f"{self.url}/anthropic"
+
+    @property
+    def gemini_url(self) -> str:
+        """Base URL for Gemini clients (``.../gemini``; add ``/v1beta/models/...``)."""
+        return f"{self.url}/gemini"
+
+    @property
+    def http_url(self) -> str:
+        """The URL of the plain JSON route (``.../http/complete``)."""
+        return f"{self.url}/http/complete"
+
+    # -- scripting and inspection ---------------------------------------------------
+
+    def script(self, route: str, faults: Iterable[FaultLike]) -> None:
+        """Set ``route``'s script, replacing what is left of the previous one;
+        each request consumes the next fault, in order."""
+        queue = deque(_fault(f) for f in faults)
+        with self._lock:
+            self._scripts[check_route(route)] = queue
+
+    def set_default(self, route: str, fault: FaultLike) -> None:
+        """What ``route`` does once its script is empty (initially ``Fault.ok()``)."""
+        value = _fault(fault)
+        with self._lock:
+            self._defaults[check_route(route)] = value
+
+    def count(self, route: str | None = None) -> int:
+        """Requests received on ``route`` (all routes when None), faults included."""
+        if route is None:
+            return sum(self._counts.values())
+        return self._counts[check_route(route)]
+
+    def requests(self, route: str) -> list[dict[str, Any]]:
+        """The requests received on ``route``, oldest first: dicts with ``method``,
+        ``path``, ``query``, ``headers`` (lower-case names) and ``body`` (the
+        parsed JSON, or None when the body was not a JSON object)."""
+        with self._lock:
+            records = list(self._records[check_route(route)])
+        return [
+            {
+                "method": method,
+                "path": path,
+                "query": dict(query),
+                "headers": {k.lower(): v for k, v in headers.items()},
+                "body": body,
+            }
+            for method, path, query, headers, body in records
+        ]
+
+    def pending(self, route: str) -> int:
+        """How many scripted faults ``route`` has not used yet."""
+        return len(self._scripts[check_route(route)])
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being handled right now (hung ones included)."""
+        return self._in_flight
+
+    def reset(self) -> None:
+        """Forget scripts, defaults, counts and recorded requests."""
+        with self._lock:
+            for route in ROUTES:
+                self._scripts[route] = deque()
+                self._defaults[route] = Fault.ok()
+                self._counts[route] = 0
+                self._records[route].clear()
+
+    # -- serving ----------------------------------------------------------------------
+
+    def _next_fault(self, route: str, record: tuple[Any, ...]) -> Fault:
+        with self._lock:
+            self._counts[route] += 1
+            self._records[route].append(record)
+            queue = self._scripts[route]
+            return queue.popleft() if queue else self._defaults[route]
+
+    def _handle(self, ex: Exchange) -> Coroutine[Any, Any, None] | None:
+        path = ex.path
+        wire = _WIRES.get(path)
+        if wire is None:
+            if (
+                path.startswith("/gemini/")
+                and "/models/" in path
+                and path.endswith(_GEMINI_METHODS)
+            ):
+                wire = _GEMINI
+            elif path.startswith("/_sim/"):
+                self._control(ex)
+                return None
+            else:
+                routes = ", ".join(ROUTES)
+                send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
+                return None
+        if ex.method != "POST":
+            send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
+            return None
+        body = parse_body(ex.body)
+        fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))
+        self._seq += 1
+        call = wire.parse(body or {}, path, ex.query, self._seq)
+        if body is None:
+            fault = Fault.bad_request()
+        pending = respond(ex, wire, call, fault)
+        return None if pending is None else self._track(pending)
+
+    async def _track(self, pending: Coroutine[Any, Any, None]) -> None:
+        self._in_flight += 1
+        try:
+            await pending
+        finally:
+            self._in_flight -= 1
+
+    def _control(self, ex: Exchange) -> None:
+        action = ex.path[len("/_sim/") :]
+        try:
+            if action == "counts":
+                send_json(ex, 200, {r: self.count(r) for r in ROUTES})
+                return
+            if action == "reset" and ex.method == "POST":
+                self.reset()
+                send_json(ex, 200, {})
+                return
+            if action == "script" and ex.method == "POST":
+                scripts, defaults = parse_script(json.loads(ex.body or b"{}"))
+                for route, faults in scripts.items():
+                    self.script(route, faults)
+                for route, fault in defaults.items():
+                    self.set_default(route, fault)
+                send_json(ex, 200, {})
+                return
+        except ValueError as exc:
+            send_json(ex, 400, {"error": str(exc)})
+            return
+        message = "control routes: GET /_sim/counts, POST /_sim/script, POST /_sim/reset"
+        send_json(ex, 404, {"error": message})
+
+    async def start(self) -> None:
+        """Start listening (called by ``async with``)."""
+        if self._server is not None:
+            raise RuntimeError("SimulatedServer.start: already running")
+        server = HTTPServer(self._handle)
+        self._port = await server.start(self._host, self._port)
+        self._server = server
+
+    async def stop(self) -> None:
+        """Stop: drop every connection (hung requests end at once), then close."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
+
+    async def __aenter__(self) -> SimulatedServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @classmethod
+    @contextlib.contextmanager
+    def in_thread(cls, **kwargs: Any) -> Iterator[SimulatedServer]:
+        """Run a server on its own thread and event loop, for synchronous code."""
+        sim = cls(**kwargs)
+        loop = asyncio.new_event_loop()
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(sim.start())
+            except BaseException as exc:
+                failure.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            loop.run_forever()
+            loop.close()
+
+        thread = threading.Thread(target=run, name="SimulatedServer", daemon=True)
+        thread.start()
+        started.wait(30)
+        if failure:
+            raise failure[0]
+        try:
+            yield sim
+        finally:
+            asyncio.run_coroutine_threadsafe(sim.stop(), loop).result(timeout=30)
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(30)
+
+
+async def _serve(sim: SimulatedServer) -> None:
+    await sim.start()
+    print(f"simulated provider server on {sim.url}", flush=True)
+    print(f"  openai     {sim.openai_url}", flush=True)
+    print(f"  responses  {sim.openai_url}/responses", flush=True)
+    print(f"  anthropic  {sim.anthropic_url}", flush=True)
+    print(f"  gemini     {sim.gemini_url}", flush=True)
+    print(f"  http       {sim.http_url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await sim.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until SIGINT/SIGTERM; 0 on a clean stop, 2 on bad arguments."""
+    parser = argparse.ArgumentParser(
+        prog="python -m providers.simulated",
+        description="Simulated OpenAI/Anthropic/Gemini server with scripted faults.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8787, help="port (0 = any free one)")
+    parser.add_argument("--script", help="JSON file: route -> list of fault specs")
+    args = parser.parse_args(argv)
+    scripts: dict[str, list[Fault]] = {}
+    defaults: dict[str, Fault] = {}
+    if args.script:
+        try:
+            scripts, defaults = load_script(args.script)
+        except (OSError, ValueError) as exc:
+            print(f"error: --script {args.script}: {exc}", file=sys.stderr)
+            return 2
+    sim = SimulatedServer(host=args.host, port=args.port, script=scripts, defaults=defaults)
+    try:
+        asyncio.run(_serve(sim))
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
