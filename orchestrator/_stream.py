@@ -13,6 +13,7 @@ from orchestrator._attempt_run import AttemptRunner
 from orchestrator._engine import Run
 from orchestrator._request import Request, Response
 from orchestrator._result import Result
+from orchestrator._tasks import cancel_and_wait
 from orchestrator.errors import StreamInterrupted
 
 if TYPE_CHECKING:
@@ -78,9 +79,7 @@ class StreamRun:
     ) -> None:
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)  # the consumer's own cancellation still propagates
         elif task is not None and not task.cancelled():
             task.exception()  # mark retrieved: the consumer already saw it or left early
 
