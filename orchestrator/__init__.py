@@ -3,27 +3,63 @@
 Public API (implementation modules are private)::
 
     from orchestrator import FallbackAgent, FallbackError, RetryPolicy, Request
+
+The names load on first use (PEP 562), like ``providers``.
 """
 
 from __future__ import annotations
 
-from orchestrator import errors
-from orchestrator._attempt import REASONS, Attempt
-from orchestrator._clock import Clock, SystemClock
-from orchestrator._provider import Provider, StreamingProvider
-from orchestrator._request import Message, Request, Response, Usage
-from orchestrator._result import Result, Stop
-from orchestrator.errors import FallbackError, HookError
-from orchestrator.fallback import FallbackAgent
-from orchestrator.policy import RetryPolicy
-from orchestrator.workflow import (
-    Parallel,
-    Phase,
-    Step,
-    Workflow,
-    WorkflowError,
-    WorkflowResult,
-)
+import importlib as _importlib
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 2 ms at start-up
+if TYPE_CHECKING:
+    from typing import Any
+
+    from orchestrator import errors
+    from orchestrator._attempt import REASONS, Attempt
+    from orchestrator._clock import Clock, SystemClock
+    from orchestrator._provider import Provider, StreamingProvider
+    from orchestrator._request import Message, Request, Response, Usage
+    from orchestrator._result import Result, Stop
+    from orchestrator.errors import FallbackError, HookError
+    from orchestrator.fallback import FallbackAgent
+    from orchestrator.policy import RetryPolicy
+    from orchestrator.workflow import (
+        Parallel,
+        Phase,
+        Step,
+        Workflow,
+        WorkflowError,
+        WorkflowResult,
+    )
+
+# Loaded on first use, so importing the package (as the ``failover`` script does before
+# it can handle Ctrl-C) costs almost nothing.
+_LAZY = {
+    "errors": "orchestrator.errors",
+    "REASONS": "orchestrator._attempt",
+    "Attempt": "orchestrator._attempt",
+    "Clock": "orchestrator._clock",
+    "SystemClock": "orchestrator._clock",
+    "Provider": "orchestrator._provider",
+    "StreamingProvider": "orchestrator._provider",
+    "Message": "orchestrator._request",
+    "Request": "orchestrator._request",
+    "Response": "orchestrator._request",
+    "Usage": "orchestrator._request",
+    "Result": "orchestrator._result",
+    "Stop": "orchestrator._result",
+    "FallbackError": "orchestrator.errors",
+    "HookError": "orchestrator.errors",
+    "FallbackAgent": "orchestrator.fallback",
+    "RetryPolicy": "orchestrator.policy",
+    "Parallel": "orchestrator.workflow",
+    "Phase": "orchestrator.workflow",
+    "Step": "orchestrator.workflow",
+    "Workflow": "orchestrator.workflow",
+    "WorkflowError": "orchestrator.workflow",
+    "WorkflowResult": "orchestrator.workflow",
+}
 
 __all__ = [
     "REASONS",
@@ -50,3 +86,20 @@ __all__ = [
     "WorkflowResult",
     "errors",
 ]
+
+
+del TYPE_CHECKING
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
+    loaded = _importlib.import_module(module)
+    value = loaded if name == "errors" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
