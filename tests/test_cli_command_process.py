@@ -129,7 +129,9 @@ def test_sigint_at_any_moment_of_start_up_exits_quietly(tmp_path: Path) -> None:
     for i in range(24):  # 0 .. 300 ms after the script starts: imports, config, the run
         code, out, err = _interrupt_during_start_up(path, 0.3 * i / 23)
         assert "Traceback" not in err, err[-3000:]
-        assert (code, out) in ((130, ""), (0, "ok\n")), (code, out, err[-500:])
+        # 130 may come after the answer was printed (Ctrl-C while asyncio winds down).
+        assert code in (0, 130) and out in ("", "ok\n"), (code, out, err[-500:])
+        assert code == 130 or out == "ok\n"
         if code == 130:
             assert err.endswith("failover: interrupted\n")
         outcomes.append(code)
