@@ -35,6 +35,7 @@ from orchestrator.health.model import (
 )
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
 from orchestrator.health.redis.scripts import BUCKETS
+from orchestrator.tasks import cancel_and_wait
 
 __all__ = ["RedisHealthStore"]
 
@@ -190,9 +191,7 @@ class RedisHealthStore:
             try:
                 await asyncio.wait_for(asyncio.shield(task), self.timeout * 2)
             except (TimeoutError, Exception):
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+                await cancel_and_wait(task)
 
     def __repr__(self) -> str:
         return f"RedisHealthStore({safe_url(self.url)!r}, key_prefix={self.key_prefix!r})"
@@ -276,9 +275,7 @@ class RedisHealthStore:
 
     async def _stop(self, client: Any, listener: asyncio.Task[None] | None) -> None:
         if listener is not None:
-            listener.cancel()
-            with contextlib.suppress(BaseException):
-                await listener
+            await cancel_and_wait(listener)
         await close_client(client)
 
     def _on_healthy(self) -> None:
