@@ -189,8 +189,11 @@ class RedisHealthStore:
             if self._wake is not None:
                 self._wake.set()
             try:
-                await asyncio.wait_for(asyncio.shield(task), self.timeout * 2)
-            except (TimeoutError, Exception):
+                # asyncio.timeout, not wait_for: 3.11's wait_for can drop a cancellation that
+                # lands as the awaited task finishes.
+                async with asyncio.timeout(self.timeout * 2):
+                    await asyncio.shield(task)
+            except Exception:  # TimeoutError included
                 await cancel_and_wait(task)
 
     def __repr__(self) -> str:
@@ -244,7 +247,8 @@ class RedisHealthStore:
                         listener = asyncio.create_task(
                             listen(self.url, self._channel, self._wake_up)
                         )
-                    await asyncio.wait_for(self._tick(client, shas), self.timeout * 2)
+                    async with asyncio.timeout(self.timeout * 2):
+                        await self._tick(client, shas)
                     self._on_healthy()
                 except Exception as exc:  # any Redis or network failure: degrade, never raise
                     self._on_outage(exc)
