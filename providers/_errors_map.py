@@ -199,7 +199,7 @@ _OPENAI_QUOTA_TEXT = re.compile(
 _OPENAI_GUARDRAIL = {"content_filter", "content_policy_violation"}
 _CONTEXT_TEXT = re.compile(
     r"maximum context length|context[_ ]length|context window|prompt is too long|"
-    r"exceed context limit|input token count .*exceeds|exceeds the maximum number of tokens|"
+    r"exceed context limit|input token count.{0,80}exceeds|exceeds the maximum number of tokens|"
     r"too many tokens|token limit",
     re.IGNORECASE,
 )
@@ -332,7 +332,8 @@ def _gemini_details(body: Any) -> tuple[list[str], float | None, list[str]]:
             continue
         kind = str(item.get("@type", ""))
         if kind.endswith("QuotaFailure"):
-            for v in item.get("violations") or []:
+            violations = item.get("violations")
+            for v in violations if isinstance(violations, list) else []:
                 if isinstance(v, Mapping):
                     quota_ids.append(str(v.get("quotaId", "")))
         elif kind.endswith("RetryInfo"):
