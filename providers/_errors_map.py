@@ -228,7 +228,8 @@ def retry_hint(message: str) -> float | None:
     if match is None:
         return None
     parts = _DURATION_PART.findall(match.group(1))
-    return sum(float(n) * _unit_seconds(u) for n, u in parts)
+    total = sum(float(n) * _unit_seconds(u) for n, u in parts)
+    return total if math.isfinite(total) else None  # an overflow is no hint
 
 
 def map_openai_error(
@@ -339,7 +340,7 @@ def _gemini_details(body: Any) -> tuple[list[str], float | None, list[str]]:
         elif kind.endswith("RetryInfo"):
             match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", str(item.get("retryDelay", "")))
             if match:
-                delay = float(match.group(1))
+                delay = _finite(match.group(1))  # "9" * 400 is inf: no hint
         elif kind.endswith("ErrorInfo"):
             reasons.append(str(item.get("reason", "")))
     return quota_ids, delay, reasons

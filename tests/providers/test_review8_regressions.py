@@ -95,3 +95,31 @@ async def test_failing_headers_callable_chains_no_secret() -> None:
     assert "_TokenSourceError" in str(info.value) or "_TokenSourceError" in str(
         info.value.__cause__
     )
+
+
+def test_a_non_finite_wait_in_the_body_is_no_hint() -> None:
+    # As for the Retry-After header: "9" * 400 seconds overflows to inf, which is no
+    # hint (not "hold the circuit the longest allowed").
+    huge = "9" * 400
+    body = {
+        "error": {
+            "code": 429,
+            "message": "slow down",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{huge}s"}
+            ],
+        }
+    }
+    err = map_gemini_error(429, {}, body, provider="g")
+    assert isinstance(err, E.RateLimited) and err.retry_after is None
+    body = {"error": {"message": f"Please try again in {huge}h", "code": "rate_limit_exceeded"}}
+    err = map_openai_error(429, {}, body, provider="o")
+    assert isinstance(err, E.RateLimited) and err.retry_after is None
+
+
+def test_a_non_finite_wait_in_cli_output_is_no_hint() -> None:
+    from providers._cli_classify import retry_after_in
+
+    assert retry_after_in('{"retryDelay": "' + "9" * 400 + 's"}') is None
+    assert retry_after_in('{"retryDelay": "12s"}') == 12.0
