@@ -11,6 +11,7 @@ import pytest
 from orchestrator import errors as E
 from orchestrator._request import Message, Request, Response
 from providers._anthropic import AnthropicMessages
+from providers._errors_map import Redacted
 from providers._gemini import GeminiGenerate
 from providers._http_fallback import HTTPFallback
 from providers._openai import OpenAIChat
@@ -373,7 +374,10 @@ async def test_http_fallback_headers_callable_failure_is_auth(sim: SimulatedServ
 
     with pytest.raises(E.AuthenticationFailed) as info:
         await HTTPFallback(sim.http_url, headers=broken).complete(Request("a"))
-    assert isinstance(info.value.__cause__, RuntimeError)
+    # Named, not chained: a token source's error may quote the credential it used.
+    assert isinstance(info.value.__cause__, Redacted)
+    assert "RuntimeError" in str(info.value.__cause__)
+    assert info.value.__context__ is None or isinstance(info.value.__context__, Redacted)
     assert sim.count("http") == 0
 
 
