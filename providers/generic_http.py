@@ -56,6 +56,7 @@ from providers.http.client import (
     to_transport,
 )
 from providers.http.errors import (
+    Redacted,
     error_fields,
     map_openai_error,
     map_transport_error,
@@ -177,6 +178,7 @@ class HTTPFallback:
         source = self._headers
         if source is None:
             return headers
+        failure: AuthenticationFailed | None = None
         try:
             value: Any = source if isinstance(source, Mapping) else source()
             if inspect.isawaitable(value):
@@ -185,10 +187,18 @@ class HTTPFallback:
                 raise TypeError(f"expected a dict of headers, got {type(value).__name__}")
             headers.update({str(k): str(v) for k, v in value.items()})
         except Exception as exc:
-            raise AuthenticationFailed(
+            # Named, not chained nor quoted: a token source's error may hold the credential
+            # it used, in a form no mask knows (aiohttp's ClientResponseError repr holds the
+            # request headers).
+            failure = AuthenticationFailed(
                 f"headers callable failed ({type(exc).__name__}); fix the token source",
                 provider=self.name,
-            ) from exc
+            )
+            failure.__cause__ = Redacted(
+                f"{type(exc).__name__} (message withheld: it may quote a credential)"
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         if self._basic and callable(source) and _has_authorization(value):
             raise AuthenticationFailed(
                 "the headers callable returned an Authorization header and the url carries "

@@ -17,6 +17,7 @@ redacted: no environment value and no prompt text may leak into an error.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -138,6 +139,8 @@ def retry_after_in(text: str) -> float | None:
         return None
     value, unit = matches[-1].group(1), matches[-1].group(2)
     seconds = float(value)
+    if not math.isfinite(seconds):  # "retryDelay": "999...9s" overflows: no hint
+        return None
     return seconds / 1000.0 if unit and unit.lower() == "ms" else seconds
 
 

@@ -199,7 +199,7 @@ _OPENAI_QUOTA_TEXT = re.compile(
 _OPENAI_GUARDRAIL = {"content_filter", "content_policy_violation"}
 _CONTEXT_TEXT = re.compile(
     r"maximum context length|context[_ ]length|context window|prompt is too long|"
-    r"exceed context limit|input token count .*exceeds|exceeds the maximum number of tokens|"
+    r"exceed context limit|input token count.{0,80}exceeds|exceeds the maximum number of tokens|"
     r"too many tokens|token limit",
     re.IGNORECASE,
 )
@@ -228,7 +228,8 @@ def retry_hint(message: str) -> float | None:
     if match is None:
         return None
     parts = _DURATION_PART.findall(match.group(1))
-    return sum(float(n) * _unit_seconds(u) for n, u in parts)
+    total = sum(float(n) * _unit_seconds(u) for n, u in parts)
+    return total if math.isfinite(total) else None  # an overflow is no hint
 
 
 def map_openai_error(
@@ -332,13 +333,14 @@ def _gemini_details(body: Any) -> tuple[list[str], float | None, list[str]]:
             continue
         kind = str(item.get("@type", ""))
         if kind.endswith("QuotaFailure"):
-            for v in item.get("violations") or []:
+            violations = item.get("violations")
+            for v in violations if isinstance(violations, list) else []:
                 if isinstance(v, Mapping):
                     quota_ids.append(str(v.get("quotaId", "")))
         elif kind.endswith("RetryInfo"):
             match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", str(item.get("retryDelay", "")))
             if match:
-                delay = float(match.group(1))
+                delay = _finite(match.group(1))  # "9" * 400 is inf: no hint
         elif kind.endswith("ErrorInfo"):
             reasons.append(str(item.get("reason", "")))
     return quota_ids, delay, reasons
