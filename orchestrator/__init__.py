@@ -10,7 +10,7 @@ from __future__ import annotations
 from orchestrator import errors
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.engine.agent import FallbackAgent
-from orchestrator.errors import FallbackError, HookError
+from orchestrator.errors import FailoverError, FallbackError, HookError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import (
     REASONS,
@@ -37,6 +37,7 @@ __all__ = [
     "REASONS",
     "Attempt",
     "Clock",
+    "FailoverError",
     "FallbackAgent",
     "FallbackError",
     "HookError",
