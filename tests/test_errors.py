@@ -143,3 +143,22 @@ def test_user_predicates_cannot_override_hook_errors_or_exhausted_chains() -> No
     guard = E.GuardrailTriggered("no")
     assert Classifier(escalate_on_guardrail=True).hands_over(guard)
     assert not Classifier().hands_over(guard)
+
+
+@pytest.mark.parametrize(
+    ("error", "label"),
+    [
+        (E.ProviderTimeout("t"), "timeout"),
+        (TimeoutError(), "timeout"),
+        (E.RateLimited("r"), "transient"),
+        (E.QuotaExhausted("q"), "unusable"),
+        (E.Rejected("r"), "invalid_output"),
+        (E.GuardrailTriggered("g"), "terminal"),
+        (E.ProviderError("p"), "error"),
+        (ValueError("v"), "error"),
+    ],
+)
+def test_the_ping_report_labels_errors_by_their_class(error: BaseException, label: str) -> None:
+    from orchestrator.cli.report import _kind
+
+    assert _kind(error) == label

@@ -22,6 +22,7 @@ from providers.http.errors import (
 )
 
 Mapper = Callable[..., E.ProviderError]
+Case = tuple[Mapper, int, Any, type[E.ProviderError]]
 
 
 def cli(status: int, body: Any = None) -> E.ProviderError:
@@ -64,147 +65,74 @@ def test_the_decided_statuses(status: int, cls: type[E.ProviderError]) -> None:
     assert type(cli(status)) is cls
 
 
-def openai(message: str, etype: str, code: str | None = None) -> Any:
-    return {"error": {"message": message, "type": etype, "param": None, "code": code}}
+def openai(
+    status: int, etype: str, code: str | None, cls: type[E.ProviderError], message: str = "no"
+) -> Case:
+    body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+    return (map_openai_error, status, body, cls)
 
 
-def anthropic(etype: str, message: str) -> Any:
-    return {"type": "error", "error": {"type": etype, "message": message}}
+def anthropic(status: int, etype: str, cls: type[E.ProviderError]) -> Case:
+    body = {"type": "error", "error": {"type": etype, "message": f"it is {etype}"}}
+    return (map_anthropic_error, status, body, cls)
 
 
-def gemini(code: int, status: str, message: str) -> Any:
-    return {"error": {"code": code, "message": message, "status": status}}
+def gemini(status: int, grpc: str, message: str, cls: type[E.ProviderError]) -> Case:
+    return (
+        map_gemini_error,
+        status,
+        {"error": {"code": status, "message": message, "status": grpc}},
+        cls,
+    )
 
 
-VENDOR_ERRORS: list[tuple[Mapper, int, Any, type[E.ProviderError]]] = [
-    # OpenAI: error types and codes (https://platform.openai.com/docs/guides/error-codes)
-    (map_openai_error, 400, openai("Invalid value", "invalid_request_error"), E.InvalidRequest),
-    (
-        map_openai_error,
-        401,
-        openai("Incorrect API key", "invalid_request_error", "invalid_api_key"),
-        E.AuthenticationFailed,
+INVALID = "invalid_request_error"
+VENDOR_ERRORS: list[Case] = [
+    # OpenAI: error types and codes (platform.openai.com/docs/guides/error-codes)
+    openai(400, INVALID, None, E.InvalidRequest),
+    openai(401, INVALID, "invalid_api_key", E.AuthenticationFailed),
+    openai(
+        403, "request_forbidden", "unsupported_country_region_territory", E.AuthenticationFailed
     ),
-    (
-        map_openai_error,
-        403,
-        openai("Country not supported", "request_forbidden", "unsupported_country_region_territory"),
-        E.AuthenticationFailed,
-    ),
-    (
-        map_openai_error,
-        404,
-        openai("The model does not exist", "invalid_request_error", "model_not_found"),
-        E.ModelNotFound,
-    ),
-    (
-        map_openai_error,
-        400,
-        openai("Too long", "invalid_request_error", "context_length_exceeded"),
-        E.ContextWindowExceeded,
-    ),
-    (
-        map_openai_error,
-        400,
-        openai("Filtered", "invalid_request_error", "content_filter"),
-        E.GuardrailTriggered,
-    ),
-    (
-        map_openai_error,
-        400,
-        openai("Refused", "invalid_request_error", "content_policy_violation"),
-        E.GuardrailTriggered,
-    ),
-    (
-        map_openai_error,
-        429,
-        openai("You exceeded your current quota", "insufficient_quota", "insufficient_quota"),
-        E.QuotaExhausted,
-    ),
-    (
-        map_openai_error,
-        400,
-        openai("Billing hard limit reached", "invalid_request_error", "billing_hard_limit_reached"),
-        E.QuotaExhausted,
-    ),
-    (
-        map_openai_error,
-        429,
-        openai("Billing is not active", "billing_not_active", "billing_not_active"),
-        E.QuotaExhausted,
-    ),
-    (map_openai_error, 429, openai("Slow down", "requests", "rate_limit_exceeded"), E.RateLimited),
-    (map_openai_error, 429, openai("Slow down", "tokens", "rate_limit_exceeded"), E.RateLimited),
-    (map_openai_error, 409, openai("Conflict", "invalid_request_error"), E.ServerError),
-    (map_openai_error, 500, openai("The server had an error", "server_error"), E.ServerError),
-    (
-        map_openai_error,
-        503,
-        openai("The engine is currently overloaded", "server_error"),
-        E.ServerError,
-    ),
+    openai(404, INVALID, "model_not_found", E.ModelNotFound),
+    openai(400, INVALID, "context_length_exceeded", E.ContextWindowExceeded),
+    openai(400, INVALID, "content_filter", E.GuardrailTriggered),
+    openai(400, INVALID, "content_policy_violation", E.GuardrailTriggered),
+    openai(429, "insufficient_quota", "insufficient_quota", E.QuotaExhausted),
+    openai(400, INVALID, "billing_hard_limit_reached", E.QuotaExhausted),
+    openai(429, "billing_not_active", "billing_not_active", E.QuotaExhausted),
+    openai(429, "requests", "rate_limit_exceeded", E.RateLimited),
+    openai(429, "tokens", "rate_limit_exceeded", E.RateLimited),
+    openai(409, INVALID, None, E.ServerError),
+    openai(500, "server_error", None, E.ServerError),
+    openai(503, "server_error", None, E.ServerError, "The engine is currently overloaded"),
     # Anthropic: every documented error type at its documented status
-    (map_anthropic_error, 400, anthropic("invalid_request_error", "bad"), E.InvalidRequest),
-    (
-        map_anthropic_error,
-        401,
-        anthropic("authentication_error", "invalid x-api-key"),
-        E.AuthenticationFailed,
-    ),
-    (map_anthropic_error, 402, anthropic("billing_error", "billing"), E.QuotaExhausted),
-    (map_anthropic_error, 403, anthropic("permission_error", "no"), E.AuthenticationFailed),
-    (map_anthropic_error, 404, anthropic("not_found_error", "model: x"), E.ModelNotFound),
-    (
-        map_anthropic_error,
-        413,
-        anthropic("request_too_large", "Request exceeds the maximum size"),
-        E.ContextWindowExceeded,
-    ),
-    (map_anthropic_error, 429, anthropic("rate_limit_error", "slow"), E.RateLimited),
-    (map_anthropic_error, 500, anthropic("api_error", "Internal server error"), E.ServerError),
-    (map_anthropic_error, 504, anthropic("timeout_error", "Request timed out"), E.ServerError),
-    (map_anthropic_error, 529, anthropic("overloaded_error", "Overloaded"), E.Overloaded),
+    anthropic(400, INVALID, E.InvalidRequest),
+    anthropic(401, "authentication_error", E.AuthenticationFailed),
+    anthropic(402, "billing_error", E.QuotaExhausted),
+    anthropic(403, "permission_error", E.AuthenticationFailed),
+    anthropic(404, "not_found_error", E.ModelNotFound),
+    anthropic(413, "request_too_large", E.ContextWindowExceeded),
+    anthropic(429, "rate_limit_error", E.RateLimited),
+    anthropic(500, "api_error", E.ServerError),
+    anthropic(504, "timeout_error", E.ServerError),
+    anthropic(529, "overloaded_error", E.Overloaded),
     # Gemini: the gRPC statuses the API answers with
-    (map_gemini_error, 400, gemini(400, "INVALID_ARGUMENT", "Unknown name"), E.InvalidRequest),
-    (
-        map_gemini_error,
-        400,
-        gemini(400, "FAILED_PRECONDITION", "User location is not supported"),
-        E.UnusableError,
-    ),
-    (map_gemini_error, 400, gemini(400, "OUT_OF_RANGE", "Out of range"), E.InvalidRequest),
-    (
-        map_gemini_error,
-        401,
-        gemini(401, "UNAUTHENTICATED", "Request had invalid credentials"),
-        E.AuthenticationFailed,
-    ),
-    (
-        map_gemini_error,
-        403,
-        gemini(403, "PERMISSION_DENIED", "The caller does not have permission"),
-        E.AuthenticationFailed,
-    ),
-    (map_gemini_error, 404, gemini(404, "NOT_FOUND", "models/x is not found"), E.ModelNotFound),
-    (map_gemini_error, 409, gemini(409, "ABORTED", "Aborted"), E.ServerError),
-    (map_gemini_error, 409, gemini(409, "ALREADY_EXISTS", "Already exists"), E.ServerError),
-    (
-        map_gemini_error,
-        429,
-        gemini(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted"),
-        E.RateLimited,
-    ),
-    (map_gemini_error, 499, gemini(499, "CANCELLED", "The operation was cancelled"), E.UnusableError),
-    (map_gemini_error, 500, gemini(500, "INTERNAL", "An internal error has occurred"), E.ServerError),
-    (map_gemini_error, 500, gemini(500, "UNKNOWN", "Unknown error"), E.ServerError),
-    (map_gemini_error, 501, gemini(501, "UNIMPLEMENTED", "Not implemented"), E.ServerError),
-    (
-        map_gemini_error,
-        503,
-        gemini(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
-        E.ServerError,
-    ),
-    (map_gemini_error, 504, gemini(504, "DEADLINE_EXCEEDED", "Deadline expired"), E.ServerError),
+    gemini(400, "INVALID_ARGUMENT", "Unknown name", E.InvalidRequest),
+    gemini(400, "FAILED_PRECONDITION", "User location is not supported", E.UnusableError),
+    gemini(400, "OUT_OF_RANGE", "Out of range", E.InvalidRequest),
+    gemini(401, "UNAUTHENTICATED", "Request had invalid credentials", E.AuthenticationFailed),
+    gemini(403, "PERMISSION_DENIED", "The caller does not have permission", E.AuthenticationFailed),
+    gemini(404, "NOT_FOUND", "models/x is not found", E.ModelNotFound),
+    gemini(409, "ABORTED", "Aborted", E.ServerError),
+    gemini(409, "ALREADY_EXISTS", "Already exists", E.ServerError),
+    gemini(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted", E.RateLimited),
+    gemini(499, "CANCELLED", "The operation was cancelled", E.UnusableError),
+    gemini(500, "INTERNAL", "An internal error has occurred", E.ServerError),
+    gemini(500, "UNKNOWN", "Unknown error", E.ServerError),
+    gemini(501, "UNIMPLEMENTED", "Not implemented", E.ServerError),
+    gemini(503, "UNAVAILABLE", "The model is overloaded. Please try again later.", E.ServerError),
+    gemini(504, "DEADLINE_EXCEEDED", "Deadline expired", E.ServerError),
 ]
 
 
