@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.engine.attempt import AttemptRunner
 from orchestrator.engine.run import Run
 from orchestrator.errors import StreamInterrupted
+from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Attempt, Request, Response, Result
 
 if TYPE_CHECKING:
@@ -76,9 +77,7 @@ class StreamRun:
     ) -> None:
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)  # the consumer's own cancellation still propagates
         elif task is not None and not task.cancelled():
             task.exception()  # mark retrieved: the consumer already saw it or left early
 
