@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from orchestrator import errors
     from orchestrator.clock import Clock, SystemClock
     from orchestrator.engine.agent import FallbackAgent
-    from orchestrator.errors import FallbackError, HookError
+    from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -57,6 +57,7 @@ _LAZY = {
     "Usage": "orchestrator.types",
     "Result": "orchestrator.types",
     "Stop": "orchestrator.types",
+    "FailoverError": "orchestrator.errors",
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
     "FallbackAgent": "orchestrator.engine.agent",
@@ -73,6 +74,7 @@ __all__ = [
     "REASONS",
     "Attempt",
     "Clock",
+    "FailoverError",
     "FallbackAgent",
     "FallbackError",
     "HookError",

@@ -12,13 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import (
-    InvalidOutput,
-    ProviderTimeout,
-    TerminalError,
-    TransientError,
-    UnusableError,
-)
+from orchestrator.errors import meaning
 from orchestrator.types import Attempt, Request, Result, Usage
 
 __all__ = [
@@ -127,17 +121,12 @@ class PingRow:
 
 
 def _kind(error: BaseException) -> str:
-    if isinstance(error, ProviderTimeout | TimeoutError):
+    """ "timeout", else the taxonomy family the error's class names, else "error"."""
+    means = meaning(error)
+    if means is not None and means.reason == "timeout":
         return "timeout"
-    for cls, label in (
-        (TransientError, "transient"),
-        (UnusableError, "unusable"),
-        (InvalidOutput, "invalid_output"),
-        (TerminalError, "terminal"),
-    ):
-        if isinstance(error, cls):
-            return label
-    return "error"
+    kind = getattr(error, "kind", None)
+    return kind if kind in ("transient", "unusable", "invalid_output", "terminal") else "error"
 
 
 async def _ping(name: str, kind: str, provider: Any, timeout: float) -> PingRow:

@@ -15,13 +15,12 @@ from orchestrator import events
 from orchestrator.engine.classify import reason_of
 from orchestrator.errors import (
     CircuitOpen,
-    FallbackError,
     HookError,
     InvalidOutput,
-    ProviderError,
     ProviderTimeout,
     Rejected,
     TerminalError,
+    meaning,
 )
 from orchestrator.types import Attempt, Message, Request, Response, Result
 
@@ -305,7 +304,6 @@ class AttemptRunner:
 
 
 def _counts_for_health(error: BaseException) -> bool:
-    """Only transient and unusable failures count toward a circuit; never terminal ones."""
-    if isinstance(error, CircuitOpen | InvalidOutput | TerminalError | HookError | FallbackError):
-        return False
-    return isinstance(error, ProviderError | Exception)
+    """Whether the circuit breaker counts ``error``: the class says (``counts_for_health``)."""
+    means = meaning(error)
+    return means is not None and means.counts_for_health
