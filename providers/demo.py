@@ -12,6 +12,7 @@ about a second.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
 import sys
@@ -24,7 +25,7 @@ from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Result
 
-__all__ = ["Printer", "run_demo"]
+__all__ = ["Printer", "command", "run_demo"]
 
 KEY = "sim-demo-key"  # the simulator accepts any key; no real key is needed
 DELAY = 0.05
@@ -338,3 +339,18 @@ async def _main(out: Printer) -> int:
 def run_demo(*, plain: bool | None = None) -> int:
     """Run every scene; 0 when each was answered by the provider it should have been."""
     return asyncio.run(_main(Printer(None if not plain else True)))
+
+
+class _Demo:
+    """``failover demo``: the plug-in command (see :mod:`orchestrator.cli.plugins`)."""
+
+    help = "run the example chains against simulated providers (no API keys)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
+
+    def run(self, args: argparse.Namespace) -> int:
+        return run_demo(plain=args.plain)
+
+
+command = _Demo()
