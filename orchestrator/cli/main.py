@@ -330,7 +330,8 @@ def _check(args: argparse.Namespace) -> int:
     config = _load(args.file)
     tables = Tables(args.tables)
     if tables.rich:
-        tables.table(CHECK_HEADER, check_rows(config), title=f"ok: {config.path}")
+        print(f"ok: {config.path}")
+        tables.table(CHECK_HEADER, check_rows(config))
     else:
         for line in check_summary(config):
             print(line)
