@@ -153,3 +153,13 @@ def test_tables_follow_the_terminal_and_fall_back_without_rich(
     assert not plain.rich
     plain.table(("a", "bb"), [("xyz", "1")])
     assert plain.file.getvalue() == "a    bb\nxyz  1\n"  # type: ignore[attr-defined]
+
+
+def test_a_plugin_cannot_replace_a_builtin_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _installed(monkeypatch, run=f"{__name__}:HELLO")
+    assert main(["run", "world.yaml"]) == 2  # the built-in run: no such chain file
+    assert "world.yaml: no such file" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    assert "plug-in command 'run' ignored: run is built in" in capsys.readouterr().out

@@ -24,6 +24,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, NoReturn, TextIO
 
@@ -115,9 +116,8 @@ def _add_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="ping timeout (default 10 s)")
 
 
-def _output_options() -> _CommandParser:
-    parent = _CommandParser(add_help=False)
-    style = parent.add_mutually_exclusive_group()
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    style = parser.add_mutually_exclusive_group()
     style.add_argument(
         "--rich",
         dest="tables",
@@ -132,11 +132,33 @@ def _output_options() -> _CommandParser:
         const="plain",
         help="plain text even on a terminal",
     )
-    return parent
+
+
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    """``run`` and ``check``: the same :class:`Command` shape as a plug-in's."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        _add_output(parser)
+        self.arguments(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return self.handler(args)
 
 
 def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
+    builtins: dict[str, Command] = {
+        "run": _Builtin("run an agent or a workflow from a chain file", _add_run, _run),
+        "check": _Builtin("validate a chain file (and ping its providers)", _add_check, _check),
+    }
     notes = [_NO_PLUGINS] if not plugins else []
+    notes += [
+        f"command {n!r} from a plug-in is ignored: built in" for n in plugins if n in builtins
+    ]
     parser = _Parser(
         prog="failover",
         description="Keep LLM calls working when providers fail.",
@@ -149,23 +171,16 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
             ]
         ),
     )
-    parser.hint = notes[0] if notes else None
+    parser.hint = _NO_PLUGINS if not plugins else None
     parser.add_argument("--version", action="version", version=f"failover {_version()}")
-    commands = parser.add_subparsers(
+    subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
     )
-    builtin: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Any]] = {
-        "run": ("run an agent or a workflow from a chain file", _add_run, _run),
-        "check": ("validate a chain file (and ping its providers)", _add_check, _check),
-    }
-    for name, (text, add_arguments, run) in builtin.items():
-        sub = commands.add_parser(name, help=text, description=text, parents=[_output_options()])
-        add_arguments(sub)
-        sub.set_defaults(handler=run)
-    for name, plugin in plugins.items():
-        sub = commands.add_parser(name, help=plugin.help, description=plugin.help)
-        plugin.add_arguments(sub)
-        sub.set_defaults(handler=plugin.run)
+    extra = {name: command for name, command in plugins.items() if name not in builtins}
+    for name, command in {**builtins, **extra}.items():
+        sub = subparsers.add_parser(name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
     return parser
 
 

@@ -27,7 +27,9 @@ GROUP = "failover.commands"
 class Command(Protocol):
     """A ``failover`` sub-command contributed by a plug-in."""
 
-    help: str
+    @property
+    def help(self) -> str:
+        """One line for ``failover --help``."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the command's options and positionals on its sub-parser."""
