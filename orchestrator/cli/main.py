@@ -49,7 +49,7 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _NO_PLUGINS = (
-    f"no plug-in commands are installed (entry-point group {GROUP!r} is empty): "
+    f"no plug-in commands are installed (entry-point group {GROUP!r} is empty):\n"
     "'demo' and 'simulate' come with the providers package of failover-orchestrator"
 )
 
@@ -151,6 +151,8 @@ class _Builtin:
 
 
 def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
+    """The ``failover`` parser: built-ins and plug-ins, each on its own sub-parser;
+    plug-in problems (one a line) are appended to ``problems``."""
     builtins: dict[str, Command] = {
         "run": _Builtin("run an agent or a workflow from a chain file", _add_run, _run),
         "check": _Builtin("validate a chain file (and ping its providers)", _add_check, _check),
@@ -162,11 +164,11 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
     parser = _Parser(
         prog="failover",
         description="Keep LLM calls working when providers fail.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(
             [
                 *notes,
-                *problems,
-                "'failover COMMAND --help' describes each one. Exit codes: 0 success, "
+                "'failover COMMAND --help' describes each one. Exit codes: 0 success,\n"
                 "1 the run failed, 2 bad file or arguments, 130 interrupted.",
             ]
         ),
@@ -176,6 +178,8 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
     )
+    for name in builtins.keys() & plugins.keys():
+        problems.append(f"plug-in command {name!r} ignored: {name} is built in")
     extra = {name: command for name, command in plugins.items() if name not in builtins}
     for name, command in {**builtins, **extra}.items():
         sub = subparsers.add_parser(name, help=command.help, description=command.help)
@@ -187,10 +191,11 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``failover`` console script; returns the exit code."""
     plugins, problems = load_commands()
+    parser = _parser(plugins, problems)
     for problem in problems:
         print(f"failover: warning: {problem}", file=sys.stderr)
     try:
-        args = _parser(plugins, problems).parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 on bad arguments, 0 for --help/--version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
