@@ -85,9 +85,8 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     """
     src = read_source(path)
     check_secrets(src)
-    data, env_paths = expand_env(src, environ)
-    spec = validate(src, data, env_paths)
-    env = EnvValues(data, env_paths)
+    env = EnvValues(*expand_env(src, environ))
+    spec = validate(src, env)
     built = build_providers(src, spec, env)
     agents = build_agents(src, spec, built, env)
     workflows = build_workflows(src, spec, agents, built, env)

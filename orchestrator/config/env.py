@@ -18,19 +18,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 from orchestrator.config.problems import ConfigError, Path, Problem
 from orchestrator.config.source import Source
+from orchestrator.config.spec import EnvStr
 from orchestrator.secrets import KEY_SHAPED as _KEY_SHAPED
 
-__all__ = ["KEY_ENV", "EnvStr", "check_secrets", "expand_env"]
-
-
-class EnvStr(str):
-    """A string produced by ``${VAR}`` expansion (so it may be converted to a number).
-
-    The environment only holds strings; the schema converts an ``EnvStr`` to
-    the number or boolean a field needs, and nothing else.
-    """
-
-    __slots__ = ()
+__all__ = ["KEY_ENV", "check_secrets", "expand_env"]
 
 
 #: The environment variable to suggest for a provider type's ``api_key``.

@@ -46,12 +46,14 @@ from providers.cli.gemini_settings import gemini_settings_file
 from providers.cli.process import CLIOutput, run_process
 from providers.http.errors import Redacted
 
-__all__ = ["CLIAgent", "CLIOutput", "ClaudeCode", "Codex", "GeminiCLI"]
+__all__ = ["ENV_NAME", "CLIAgent", "CLIOutput", "ClaudeCode", "Codex", "GeminiCLI"]
 
 Seconds = float | timedelta
 ParseFn = Callable[[CLIOutput], Response | str]
 ClassifyFn = Callable[[CLIOutput], ProviderError | None]
 
+#: What an environment variable's name may be (``Codex.api_key_env``).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 _INSTALL_HINTS = {
     "claude": "npm install -g @anthropic-ai/claude-code",
@@ -337,7 +339,7 @@ class Codex(CLIAgent):
         max_output_bytes: int = 4_000_000,
         classify: ClassifyFn | None = None,
     ) -> None:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
+        if not ENV_NAME.fullmatch(api_key_env):
             raise ValueError(
                 f"Codex.api_key_env: {api_key_env!r} must be an environment variable name"
             )
