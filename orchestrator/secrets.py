@@ -234,7 +234,7 @@ def endpoint_problem(
     allow_user_info: bool = True,
     opt_in: str = "pass allow_insecure_http=True",
 ) -> str | None:
-    """What keeps ``url`` from being an endpoint, worded to follow the URL; None when it may be used.
+    """What keeps ``url`` from being an endpoint (words to follow the URL), or None.
 
     Credentials only travel over https, or plain http to loopback; any other
     ``http://`` URL is refused unless ``allow_insecure_http``. ``allow_user_info=False``

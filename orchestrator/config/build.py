@@ -1,8 +1,9 @@
 """Turn a validated chain file into the objects Python code builds.
 
-Providers are built by their type's spec (``ProviderSpec.build``), agents become ``FallbackAgent`` s (nested agents built
-first, cycles refused) and workflows become ``Workflow`` s. Every reference
-is checked here, and every error names what does exist.
+Providers are built by their type's spec (``ProviderSpec.build``), agents
+become ``FallbackAgent`` s (nested agents built first, cycles refused) and
+workflows become ``Workflow`` s. Every reference is checked here, and every
+error names what does exist.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def _agent(
                 policies[node.name] = RetryPolicy(**{**defaults, **own})
             except (ValueError, TypeError) as exc:
                 raise ConfigError([constructor_problem(src, cpath, exc, env)]) from None
-    hooks = {
+    hooks: dict[str, Any] = {
         h: _callable(src, (*where, h), getattr(aspec, h))
         for h in _HOOKS
         if getattr(aspec, h) is not None
