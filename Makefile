@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(VENV)/bin/ruff check orchestrator providers tests examples bench
 	$(VENV)/bin/ruff format --check orchestrator providers tests examples bench
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

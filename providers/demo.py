@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from orchestrator.engine.agent import FallbackAgent
+from orchestrator import FallbackAgent
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Result
