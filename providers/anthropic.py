@@ -253,6 +253,7 @@ class AnthropicSpec(VendorSpec):
     """``type: anthropic`` in a chain file: an :class:`AnthropicMessages`."""
 
     order = 20
+    key_env = AnthropicMessages.env_vars[0]
     type: Literal["anthropic"]
     max_tokens: PositiveInt | None = None
     anthropic_version: str | None = None

@@ -238,6 +238,7 @@ class OpenAISpec(VendorSpec):
     """``type: openai`` in a chain file: an :class:`OpenAIChat`."""
 
     order = 10
+    key_env = OpenAIChat.env_vars[0]
     type: Literal["openai"]
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
 

@@ -35,6 +35,7 @@ class MyCorp:
 
 
 class MyCorpSpec(ProviderSpec):
+    key_env = "MYCORP_TOKEN"
     type: Literal["mycorp"]
     model: Name
     greeting: str = "hello"
@@ -158,6 +159,11 @@ def test_a_broken_entry_point_is_reported_at_the_type(tmp_path: Path, mycorp: st
         f"{path}:3: providers.b.type: type 'missing' needs a module that cannot be imported "
         "here: No module named 'mycorp_not_installed_anywhere'",
     ]
+
+
+def test_a_literal_key_suggests_the_variable_the_type_names(tmp_path: Path, mycorp: str) -> None:
+    path = write(tmp_path, "providers:\n  x: {type: mycorp, model: m, api_key: abc}\n")
+    assert error_of(path).endswith("keep it in the environment and write api_key: ${MYCORP_TOKEN}")
 
 
 def test_without_the_distribution_the_type_is_unknown(tmp_path: Path) -> None:

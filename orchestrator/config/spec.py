@@ -167,6 +167,8 @@ class ProviderSpec(PolicySpec):
 
     #: Where the type appears when an error lists the types (lower first, then by name).
     order: ClassVar[int] = 1000
+    #: The environment variable suggested when the file writes ``api_key`` literally.
+    key_env: ClassVar[str | None] = None
 
     type: str
 

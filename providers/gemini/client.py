@@ -231,6 +231,7 @@ class GeminiSpec(VendorSpec):
     """``type: gemini`` in a chain file: a :class:`GeminiGenerate`."""
 
     order = 30
+    key_env = GeminiGenerate.env_vars[0]
     type: Literal["gemini"]
 
     def build(self, ctx: BuildContext) -> GeminiGenerate:
