@@ -25,7 +25,6 @@ from orchestrator.config.spec import (
     PositiveInt,
     Price,
     ProviderSpec,
-    given,
 )
 from orchestrator.errors import (
     AuthenticationFailed,
@@ -355,14 +354,10 @@ class HTTPSpec(ProviderSpec):
         return check_url(url, info, allow_user_info=True)
 
     def build(self, ctx: BuildContext) -> HTTPFallback:
+        own = {"headers", "timeout", "max_response_bytes", "price"}
         return HTTPFallback(
             self.url,
             name=ctx.name,
             allow_insecure_http=self.allow_insecure_http,
-            **given(
-                headers=self.headers,
-                timeout=self.timeout,
-                max_response_bytes=self.max_response_bytes,
-                price=self.price,
-            ),
+            **self.model_dump(include=own, exclude_none=True),
         )

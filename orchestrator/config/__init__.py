@@ -29,7 +29,6 @@ does not load the chain-file machinery.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.config.problems import ConfigError, Problem
@@ -39,17 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Config", "ConfigError", "Problem", "load_config"]
 
-_LAZY = {"Config": "orchestrator.config.loader", "load_config": "orchestrator.config.loader"}
-
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in ("Config", "load_config"):
         raise AttributeError(f"module 'orchestrator.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    from orchestrator.config import loader
 
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return getattr(loader, name)

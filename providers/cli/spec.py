@@ -7,7 +7,7 @@ where the chain file lives.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -45,6 +45,9 @@ class _CLISpec(ProviderSpec):
 
 
 class _AgentCLISpec(_CLISpec):
+    #: The provider class this type builds, from its own keys and the common ones.
+    provider: ClassVar[type[CLIAgent]]
+
     model: str | None = None
     base_url: str | None = None
     extra_args: list[str] | None = None
@@ -55,24 +58,26 @@ class _AgentCLISpec(_CLISpec):
         common = {"type", "classify", *_COMMON, *POLICY_FIELDS}
         return self.model_dump(exclude=common, exclude_none=True)
 
+    def build(self, ctx: BuildContext) -> CLIAgent:
+        return self.provider(name=ctx.name, **self.own_kwargs(), **self.common_kwargs(ctx))
+
 
 class ClaudeCodeSpec(_AgentCLISpec):
     """``type: claude_code``: a :class:`ClaudeCode`."""
 
     order = 50
+    provider = ClaudeCode
     type: Literal["claude_code"]
     max_turns: PositiveInt | None = None
     system_prompt: str | None = None
     output_format: Literal["json", "stream-json"] | None = None
-
-    def build(self, ctx: BuildContext) -> ClaudeCode:
-        return ClaudeCode(name=ctx.name, **self.own_kwargs(), **self.common_kwargs(ctx))
 
 
 class CodexSpec(_AgentCLISpec):
     """``type: codex``: a :class:`Codex`."""
 
     order = 60
+    provider = Codex
     type: Literal["codex"]
     api_key_env: str | None = None
 
@@ -83,20 +88,15 @@ class CodexSpec(_AgentCLISpec):
             raise value_problem("must be an environment variable name")
         return value
 
-    def build(self, ctx: BuildContext) -> Codex:
-        return Codex(name=ctx.name, **self.own_kwargs(), **self.common_kwargs(ctx))
-
 
 class GeminiCLISpec(_AgentCLISpec):
     """``type: gemini_cli``: a :class:`GeminiCLI`."""
 
     order = 70
+    provider = GeminiCLI
     type: Literal["gemini_cli"]
     skip_trust: Flag | None = None
     settings_dir: str | None = None
-
-    def build(self, ctx: BuildContext) -> GeminiCLI:
-        return GeminiCLI(name=ctx.name, **self.own_kwargs(), **self.common_kwargs(ctx))
 
 
 class CommandSpec(_CLISpec):
