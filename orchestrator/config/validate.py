@@ -3,7 +3,8 @@
 pydantic's messages ("Input should be 'a', 'b' or 'c'") are rewritten into the
 house shape: the field path, the bad value and what is allowed, on the
 line the value was written. Values that came from the environment or sit in
-a secret field are never printed.
+a secret field are never printed. Each provider entry is validated by the
+spec its ``type`` registered (see ``registry``), the rest by ``FileSpec``.
 """
 
 from __future__ import annotations
@@ -167,11 +168,11 @@ def _problem(
     elif kind == "literal_error":
         message = f"{shown} is not one of {_expected(str(ctx.get('expected', '')))}"
     elif kind == "value_problem":
-        message = f"{shown} {ctx.get('problem', err['msg'])}"
+        message = f"{shown} {env.scrub(str(ctx.get('problem', err['msg'])), at)}"
     elif kind == "string_pattern_mismatch":
         message = f"{shown} is not an import path; write 'package.module:name'"
     elif kind == "value_error":
-        # A spec's own message: it may quote a value, which may hold a secret.
+        # A spec's own words may quote a value, which may hold a secret (value_problem too).
         message = env.scrub(str(ctx.get("error", err["msg"])), at)
     elif kind in ("greater_than_equal", "greater_than"):
         op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
