@@ -19,8 +19,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from orchestrator import FallbackAgent
 from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
-from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Result

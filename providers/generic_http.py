@@ -13,9 +13,19 @@ import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from pydantic import ValidationInfo, field_validator
+
+from orchestrator.config.spec import (
+    BuildContext,
+    Flag,
+    PositiveFloat,
+    PositiveInt,
+    Price,
+    ProviderSpec,
+)
 from orchestrator.errors import (
     AuthenticationFailed,
     GuardrailTriggered,
@@ -63,8 +73,9 @@ from providers.http.errors import (
     redacted,
     short,
 )
+from providers.http.spec import check_url
 
-__all__ = ["HTTPFallback"]
+__all__ = ["HTTPFallback", "HTTPSpec"]
 
 HeadersArg = (
     Mapping[str, str]
@@ -326,3 +337,37 @@ class HTTPFallback:
         if response.text:
             yield response.text
         yield response
+
+
+# -- the chain file's ``type: http`` -----------------------------------------------
+
+
+class HTTPSpec(ProviderSpec):
+    """``type: http`` in a chain file: an :class:`HTTPFallback`.
+
+    Unlike ``HTTPFallback(url)`` in code, a file's plain ``http://`` URL to
+    another machine needs ``allow_insecure_http: true`` even without headers.
+    """
+
+    order = 40
+    type: Literal["http"]
+    allow_insecure_http: Flag = False
+    url: str
+    headers: dict[str, str] | None = None
+    timeout: PositiveFloat | None = None
+    max_response_bytes: PositiveInt | None = None
+    price: Price | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _endpoint(cls, url: str, info: ValidationInfo) -> str:
+        return check_url(url, info, allow_user_info=True)
+
+    def build(self, ctx: BuildContext) -> HTTPFallback:
+        own = {"headers", "timeout", "max_response_bytes", "price"}
+        return HTTPFallback(
+            self.url,
+            name=ctx.name,
+            allow_insecure_http=self.allow_insecure_http,
+            **self.model_dump(include=own, exclude_none=True),
+        )

@@ -26,12 +26,14 @@ from providers.cli.classify import Redactor, classify_exit, clip
 from providers.cli.process import CLIOutput, run_process
 from providers.http.redact import Redacted
 
-__all__ = ["CLIAgent", "CLIOutput", "ClassifyFn", "ParseFn", "Seconds", "render_prompt"]
+__all__ = ["ENV_NAME", "CLIAgent", "CLIOutput", "ClassifyFn", "ParseFn", "Seconds", "render_prompt"]
 
 Seconds = float | timedelta
 ParseFn = Callable[[CLIOutput], Response | str]
 ClassifyFn = Callable[[CLIOutput], ProviderError | None]
 
+#: What an environment variable's name may be (``Codex.api_key_env``).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 _INSTALL_HINTS = {
     "claude": "npm install -g @anthropic-ai/claude-code",

@@ -15,13 +15,12 @@ layer: ours):
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from orchestrator.errors import ProviderError
 from orchestrator.types import Request, Response
-from providers.cli.agents import ClassifyFn, CLIAgent, Seconds, render_prompt
+from providers.cli.agents import ENV_NAME, ClassifyFn, CLIAgent, Seconds, render_prompt
 from providers.cli.classify import Redactor
 from providers.cli.formats import (
     classify_claude,
@@ -143,7 +142,7 @@ class Codex(CLIAgent):
         max_output_bytes: int = 4_000_000,
         classify: ClassifyFn | None = None,
     ) -> None:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
+        if not ENV_NAME.fullmatch(api_key_env):
             raise ValueError(
                 f"Codex.api_key_env: {api_key_env!r} must be an environment variable name"
             )
