@@ -196,47 +196,10 @@ async def retry(
     last_resort: bool,
 ) -> Result | BaseException:
     """Retry ``child`` after its first attempt failed with ``first``; the Result or last error."""
-    agent = run.agent
-    clock = agent.clock
-    stop = stop_conditions(
-        run, child.name, policy, last_resort=last_resort, since=len(run.log.attempts) - 1
-    )
-
-    def retryable(state: RetryCallState) -> bool:
-        err = state.outcome.exception() if state.outcome is not None else None
-        return err is not None and run.retryable(err, policy)
-
-    async def before_sleep(state: RetryCallState) -> None:
-        err = state.outcome.exception() if state.outcome is not None else None
-        delay = state.upcoming_sleep
-        events.emit(
-            "info",
-            "retry_scheduled",
-            agent=agent.name,
-            child=child.name,
-            attempt=state.attempt_number,
-            delay=delay,
-            **events.error_fields(err),
-        )
-        if agent.on_retry is not None and err is not None:
-            await call_hook(
-                "on_retry", agent.on_retry, child.name, state.attempt_number, err, delay
-            )
-
-    async def sleep(delay: float) -> None:
-        if delay > 0:  # strategy "none" means no wait at all, not sleep(0)
-            await clock.sleep(delay)
-
-    retrying = AsyncRetrying(
-        sleep=sleep,
-        stop=stop,
-        wait=policy.wait_strategy(agent.rng),
-        retry=retryable,
-        before_sleep=before_sleep,
-        reraise=True,
-    )
+    since = len(run.log.attempts) - 1  # the first attempt, already in the log
+    stop = stop_conditions(run, child.name, policy, last_resort=last_resort, since=since)
     try:
-        async for try_ in retrying:
+        async for try_ in _retrying(run, child.name, policy, stop):
             with try_:
                 n = try_.retry_state.attempt_number
                 if n == 1:
@@ -254,3 +217,40 @@ async def retry(
             run.log.amend_last(note=fired.note)
         return e
     raise AssertionError("unreachable: tenacity ended without an outcome")  # pragma: no cover
+
+
+def _retrying(run: Run, name: str, policy: RetryPolicy, stop: stop_base) -> AsyncRetrying:
+    """tenacity's loop for one provider: the policy's wait, ``stop``, and each retry announced."""
+    agent = run.agent
+
+    def retryable(state: RetryCallState) -> bool:
+        err = state.outcome.exception() if state.outcome is not None else None
+        return err is not None and run.retryable(err, policy)
+
+    async def before_sleep(state: RetryCallState) -> None:
+        err = state.outcome.exception() if state.outcome is not None else None
+        n, delay = state.attempt_number, state.upcoming_sleep
+        events.emit(
+            "info",
+            "retry_scheduled",
+            agent=agent.name,
+            child=name,
+            attempt=n,
+            delay=delay,
+            **events.error_fields(err),
+        )
+        if agent.on_retry is not None and err is not None:
+            await call_hook("on_retry", agent.on_retry, name, n, err, delay)
+
+    async def sleep(delay: float) -> None:
+        if delay > 0:  # strategy "none" means no wait at all, not sleep(0)
+            await agent.clock.sleep(delay)
+
+    return AsyncRetrying(
+        sleep=sleep,
+        stop=stop,
+        wait=policy.wait_strategy(agent.rng),
+        retry=retryable,
+        before_sleep=before_sleep,
+        reraise=True,
+    )

@@ -22,13 +22,13 @@ from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.retrying import retry
 from orchestrator.errors import FallbackError, HookError, InvalidOutput, Rejected
 from orchestrator.policy import RetryPolicy, seconds
-from orchestrator.types import Request, Result, Stop
+from orchestrator.types import Attempt, Request, Result, Stop
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "ProviderChild", "Run", "call_hook"]
+__all__ = ["ChainChild", "ProviderChild", "Run"]
 
 #: How a child was let in: normally, as the half-open probe, or as the last resort.
 Via = Literal["closed", "probe", "last_resort"]
@@ -52,11 +52,8 @@ class Run:
         attempt_limit: float | None,
         delivery: Delivery,
     ) -> None:
-        self.agent = agent
-        self.request = request
-        self.schema = schema
-        self.deadline = deadline
-        self.attempt_limit = attempt_limit
+        self.agent, self.request, self.schema = agent, request, schema
+        self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
 
@@ -211,18 +208,7 @@ class Run:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
         self._check_deadline()  # the hooks may have used up the budget: do not start the child
-        handover = {
-            "reason": reason,
-            "attempts": [
-                {
-                    "agent": a.agent,
-                    "attempt_number": a.attempt_number,
-                    "reason": a.reason,
-                    **(describe(a.error) if a.error is not None else {}),
-                }
-                for a in self.log.attempts
-            ],
-        }
+        handover = {"reason": reason, "attempts": _summaries(self.log.attempts)}
         return request.replace(metadata={**request.metadata, "handover": handover})
 
     # -- what the children ask of the run ------------------------------------
@@ -377,6 +363,19 @@ class ChainChild:
         )
         run.log.amend_last(error=error, reason="rejected")
         return run.leave(self.name, error)
+
+
+def _summaries(attempts: list[Attempt]) -> list[dict[str, Any]]:
+    """What the next child is told of the attempts so far (no message text: no secrets)."""
+    return [
+        {
+            "agent": a.agent,
+            "attempt_number": a.attempt_number,
+            "reason": a.reason,
+            **(describe(a.error) if a.error is not None else {}),
+        }
+        for a in attempts
+    ]
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:
