@@ -37,6 +37,10 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+# A prompt read from stdin is read up to this size and refused beyond it: 8 MiB is about
+# two million tokens, more than any model's context window.
+MAX_STDIN_BYTES = 8 << 20
+
 
 class _Usage(Exception):
     """Bad arguments: printed, exit code 2."""
@@ -80,7 +84,12 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
         which = parser.add_mutually_exclusive_group()
         which.add_argument("--agent", help="agent to run (optional when the file has one agent)")
         which.add_argument("--workflow", help="workflow to run")
-        parser.add_argument("prompt", nargs="?", help="the prompt; '-' or nothing reads stdin")
+        parser.add_argument(
+            "prompt",
+            nargs="?",
+            help="the prompt; '-' or nothing reads stdin (at most 8 MiB; bytes that are not "
+            "UTF-8 become U+FFFD)",
+        )
         parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
         parser.add_argument("--timeout", type=float, help="whole-run timeout in seconds")
         parser.add_argument(
@@ -152,10 +161,44 @@ def _load(path: str) -> Config:
 
 
 def _read_prompt(prompt: str | None, stdin: TextIO) -> str:
-    text = stdin.read() if prompt in (None, "-") else str(prompt)
+    text = _read_stdin(stdin) if prompt in (None, "-") else _readable(str(prompt))
     if not text.strip():
         raise _Usage("empty prompt: give PROMPT, or '-' and pipe text on stdin")
     return text.rstrip("\n")
+
+
+def _read_stdin(stdin: TextIO) -> str:
+    """stdin as text, at most ``MAX_STDIN_BYTES``; undecodable bytes become U+FFFD.
+
+    A user piping bytes into a command expects them used, not a traceback, so
+    the CLI replaces what is not UTF-8 (the library refuses lone surrogates).
+    """
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read(MAX_STDIN_BYTES + 1)
+        size, text = len(data), data.decode("utf-8", errors="replace")
+    else:  # a text stream standing in for stdin (embedding, tests)
+        text = stdin.read(MAX_STDIN_BYTES + 1)
+        size, text = len(text), _readable(text)
+    if size > MAX_STDIN_BYTES:
+        raise _Usage(
+            f"stdin holds more than {MAX_STDIN_BYTES} bytes ({MAX_STDIN_BYTES >> 20} MiB); "
+            "pass a shorter prompt (or a summary of it)"
+        )
+    return text
+
+
+def _readable(text: str) -> str:
+    """Text from argv or a text stream with its undecodable bytes (lone surrogates) as U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:  # surrogateescape: the bytes the user gave, so valid UTF-8 parts survive
+            raw = text.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            raw = text.encode("utf-8", errors="surrogatepass")
+        return raw.decode("utf-8", errors="replace")
+    return text
 
 
 def _target(args: argparse.Namespace, config: Config) -> tuple[str, str]:
@@ -190,7 +233,7 @@ def _inputs(args: argparse.Namespace, prompt: str | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
             raise _Usage(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
-        inputs[name] = value
+        inputs[name] = _readable(value)
     if prompt is not None:
         inputs["input"] = prompt
     return inputs

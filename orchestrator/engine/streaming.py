@@ -7,13 +7,13 @@ streams into the queue is the run's :class:`~orchestrator.engine.delivery.Stream
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.engine.delivery import Streamed
 from orchestrator.engine.run import Run
+from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Attempt, Request, Result
 
 if TYPE_CHECKING:
@@ -82,9 +82,7 @@ class StreamRun:
     ) -> None:
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)  # the consumer's own cancellation still propagates
         elif task is not None and not task.cancelled():
             task.exception()  # mark retrieved: the consumer already saw it or left early
 
