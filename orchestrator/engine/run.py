@@ -290,10 +290,15 @@ class Run:
 class ProviderChild:
     """A provider in a chain: admitted by the health store, retried under its policy."""
 
-    __slots__ = ("name", "policy", "provider")
+    __slots__ = ("policy", "provider")
 
     def __init__(self, provider: Any, policy: RetryPolicy) -> None:
-        self.provider, self.policy, self.name = provider, policy, provider.name
+        self.provider, self.policy = provider, policy
+
+    @property
+    def name(self) -> str:
+        name: str = self.provider.name
+        return name
 
     def admit(self, store: HealthStore) -> Admission:
         return store.admit(self.name)
@@ -321,10 +326,14 @@ class ChainChild:
     join the outer run's, and the outer ``accept`` judges its answer too.
     """
 
-    __slots__ = ("agent", "name")
+    __slots__ = ("agent",)
 
     def __init__(self, agent: FallbackAgent) -> None:
-        self.agent, self.name = agent, agent.name
+        self.agent = agent
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
 
     def admit(self, store: HealthStore) -> None:
         return None
