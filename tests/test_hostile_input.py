@@ -132,3 +132,23 @@ def test_stdin_at_the_cap_is_accepted(
     monkeypatch.setattr(sys, "stdin", stdin)
     assert main(["run", str(echo_chain), "-"]) == 0
     assert len(capsys.readouterr().out) == MAX_STDIN_BYTES + 3  # quotes and newline
+
+
+def test_a_reply_that_cannot_be_encoded_is_printed_with_replacements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Valid JSON may carry a lone surrogate ("\ud800") into Result.text; printing it to a
+    # strict UTF-8 stdout used to end the command with a UnicodeEncodeError traceback.
+    mod = f"surrogatehooks_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{mod}.py").write_text("def reply(request):\n    return 'ok \\ud800 end'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    chain = tmp_path / "chain.yaml"
+    chain.write_text(
+        f'providers:\n  fn: {{type: function, path: "{mod}:reply"}}\nagents:\n  a: {{providers: [fn]}}\n'
+    )
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", errors="strict", write_through=True)
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["run", str(chain), "hi"]) == 0
+    out.flush()
+    assert raw.getvalue() == b"ok ? end\n"

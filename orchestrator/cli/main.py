@@ -199,6 +199,7 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``failover`` console script; returns the exit code."""
+    _tolerant_stdout()
     plugins, problems = load_commands()
     parser = _parser(plugins, problems)
     for problem in problems:
@@ -219,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     except _Usage as exc:
         print(f"failover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _tolerant_stdout() -> None:
+    """Replies are upstream text: one a terminal cannot encode (a lone surrogate from valid
+    JSON, an emoji on a Latin-1 console) prints as "?" instead of ending the command."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
 
 
 def _load(path: str) -> Config:
