@@ -41,25 +41,18 @@ from orchestrator.cli.report import (
     result_json,
 )
 from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
+from orchestrator.cli.text import MAX_STDIN_BYTES, UsageError, read_stdin, readable, tolerant_stdout
 from orchestrator.config import Config, ConfigError, load_config
 from orchestrator.errors import FallbackError, HookError, ProviderError
 from orchestrator.types import Attempt
 
-__all__ = ["main"]
+__all__ = ["MAX_STDIN_BYTES", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _NO_PLUGINS = (
     f"no plug-in commands are installed (entry-point group {GROUP!r} is empty):\n"
     "'demo' and 'simulate' come with the providers package of failover-orchestrator"
 )
-
-# A prompt read from stdin is read up to this size and refused beyond it: 8 MiB is about
-# two million tokens, more than any model's context window.
-MAX_STDIN_BYTES = 8 << 20
-
-
-class _Usage(Exception):
-    """Bad arguments: printed, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -199,7 +192,7 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``failover`` console script; returns the exit code."""
-    _tolerant_stdout()
+    tolerant_stdout()
     plugins, problems = load_commands()
     parser = _parser(plugins, problems)
     for problem in problems:
@@ -217,79 +210,37 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("failover: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _Usage as exc:
+    except UsageError as exc:
         print(f"failover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _tolerant_stdout() -> None:
-    """Replies are upstream text: one a terminal cannot encode (a lone surrogate from valid
-    JSON, an emoji on a Latin-1 console) prints as "?" instead of ending the command."""
-    reconfigure = getattr(sys.stdout, "reconfigure", None)
-    if reconfigure is not None:
-        reconfigure(errors="replace")
 
 
 def _load(path: str) -> Config:
     try:
         return load_config(path)
     except ConfigError as exc:
-        raise _Usage(str(exc).replace("\n", "\nfailover: error: ")) from None
+        raise UsageError(str(exc).replace("\n", "\nfailover: error: ")) from None
 
 
 def _read_prompt(prompt: str | None, stdin: TextIO) -> str:
-    text = _read_stdin(stdin) if prompt in (None, "-") else _readable(str(prompt))
+    text = read_stdin(stdin) if prompt in (None, "-") else readable(str(prompt))
     if not text.strip():
-        raise _Usage("empty prompt: give PROMPT, or '-' and pipe text on stdin")
+        raise UsageError("empty prompt: give PROMPT, or '-' and pipe text on stdin")
     return text.rstrip("\n")
-
-
-def _read_stdin(stdin: TextIO) -> str:
-    """stdin as text, at most ``MAX_STDIN_BYTES``; undecodable bytes become U+FFFD.
-
-    A user piping bytes into a command expects them used, not a traceback, so
-    the CLI replaces what is not UTF-8 (the library refuses lone surrogates).
-    """
-    buffer = getattr(stdin, "buffer", None)
-    if buffer is not None:
-        data: bytes = buffer.read(MAX_STDIN_BYTES + 1)
-        size, text = len(data), data.decode("utf-8", errors="replace")
-    else:  # a text stream standing in for stdin (embedding, tests)
-        text = stdin.read(MAX_STDIN_BYTES + 1)
-        size, text = len(text), _readable(text)
-    if size > MAX_STDIN_BYTES:
-        raise _Usage(
-            f"stdin holds more than {MAX_STDIN_BYTES} bytes ({MAX_STDIN_BYTES >> 20} MiB); "
-            "pass a shorter prompt (or a summary of it)"
-        )
-    return text
-
-
-def _readable(text: str) -> str:
-    """Text from argv or a text stream with its undecodable bytes (lone surrogates) as U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:  # surrogateescape: the bytes the user gave, so valid UTF-8 parts survive
-            raw = text.encode("utf-8", errors="surrogateescape")
-        except UnicodeEncodeError:
-            raw = text.encode("utf-8", errors="surrogatepass")
-        return raw.decode("utf-8", errors="replace")
-    return text
 
 
 def _target(args: argparse.Namespace, config: Config) -> tuple[str, str]:
     """("agent" | "workflow", name), chosen from the flags or the file's only entry."""
     if args.workflow is not None:
         if args.workflow not in config.workflows:
-            raise _Usage(
+            raise UsageError(
                 f"{config.path}: no workflow {args.workflow!r}; "
                 f"workflows: {', '.join(config.workflows) or '(none)'}"
             )
         return "workflow", args.workflow
     if args.agent is not None:
         if args.agent not in config.agents:
-            raise _Usage(
+            raise UsageError(
                 f"{config.path}: no agent {args.agent!r}; "
                 f"agents: {', '.join(config.agents) or '(none)'}"
             )
@@ -298,7 +249,7 @@ def _target(args: argparse.Namespace, config: Config) -> tuple[str, str]:
         return "agent", next(iter(config.agents))
     if not config.agents and len(config.workflows) == 1:
         return "workflow", next(iter(config.workflows))
-    raise _Usage(
+    raise UsageError(
         f"{config.path} declares agents {', '.join(config.agents) or '(none)'} and workflows "
         f"{', '.join(config.workflows) or '(none)'}; choose one with --agent or --workflow"
     )
@@ -309,8 +260,8 @@ def _inputs(args: argparse.Namespace, prompt: str | None) -> dict[str, str]:
     for item in args.input:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
-            raise _Usage(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
-        inputs[name] = _readable(value)
+            raise UsageError(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
+        inputs[name] = readable(value)
     if prompt is not None:
         inputs["input"] = prompt
     return inputs
@@ -320,9 +271,9 @@ def _run(args: argparse.Namespace) -> int:
     config = _load(args.file)
     kind, name = _target(args, config)
     if args.input and kind == "agent":
-        raise _Usage("--input is for workflows; give the agent's prompt as PROMPT")
+        raise UsageError("--input is for workflows; give the agent's prompt as PROMPT")
     if args.timeout is not None and args.timeout <= 0:
-        raise _Usage(f"--timeout {args.timeout}: must be > 0 seconds")
+        raise UsageError(f"--timeout {args.timeout}: must be > 0 seconds")
     if kind == "agent":
         prompt = _read_prompt(args.prompt, sys.stdin)
         return asyncio.run(_run_agent(config, name, prompt, args))
@@ -410,7 +361,7 @@ def _check(args: argparse.Namespace) -> int:
     if not args.ping:
         return EXIT_OK
     if args.timeout <= 0:
-        raise _Usage(f"--timeout {args.timeout}: must be > 0 seconds")
+        raise UsageError(f"--timeout {args.timeout}: must be > 0 seconds")
     rows = asyncio.run(ping_all(config.providers, config.provider_types, args.timeout))
     print()
     styles = ["green" if r.ok else "red" for r in rows]
