@@ -33,12 +33,12 @@ from orchestrator.secrets import (
     url_secrets,
 )
 from orchestrator.types import Request, Response, Usage
+from orchestrator.units import seconds
 from providers.http.base import (
     BAD_SHAPE,
     cost_of,
     load_json,
     parse_json,
-    seconds,
     tokens,
     validate_price,
 )
@@ -158,7 +158,7 @@ class HTTPFallback:
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self.name = name or f"http:{host}"
-        self.timeout = seconds(timeout, field="HTTPFallback.timeout")
+        self.timeout = seconds(timeout, "HTTPFallback.timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field="HTTPFallback.max_response_bytes"
         )

@@ -15,8 +15,9 @@ from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.classify import Classifier, ErrorMatcher
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
-from orchestrator.policy import RetryPolicy, seconds
+from orchestrator.policy import RetryPolicy
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
+from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.streaming import StreamRun
@@ -88,10 +89,8 @@ class FallbackAgent:
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
-        self.timeout = None if timeout is None else _positive(timeout, "timeout")
-        self.attempt_timeout = (
-            None if attempt_timeout is None else _positive(attempt_timeout, "attempt_timeout")
-        )
+        self.timeout = seconds_or_none(timeout, "timeout")
+        self.attempt_timeout = seconds_or_none(attempt_timeout, "attempt_timeout")
         if (
             isinstance(schema_retries, bool)
             or not isinstance(schema_retries, int)
@@ -228,13 +227,6 @@ def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, 
             )
         seen[child.name] = i
     return tuple(children)
-
-
-def _positive(value: float | timedelta, field: str) -> float:
-    v = seconds(value, field)
-    if v <= 0:
-        raise ValueError(f"{field}: {value!r} must be > 0 seconds (or None for no limit)")
-    return v
 
 
 def _agent_policy(

@@ -22,8 +22,9 @@ from orchestrator.errors import (
     InvalidOutput,
     Rejected,
 )
-from orchestrator.policy import RetryPolicy, seconds
+from orchestrator.policy import RetryPolicy
 from orchestrator.types import Message, Request, Result, Stop
+from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -47,9 +48,7 @@ class Run(AttemptRunner):
         timeout: float | timedelta | None,
         **kwargs: Any,
     ) -> Run:
-        limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
-        if limit is not None and limit <= 0:
-            raise ValueError(f"timeout: {timeout!r} must be > 0 seconds (or None for no limit)")
+        limit = agent.timeout if timeout is None else seconds_or_none(timeout, "timeout")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
             request = request.replace(

@@ -28,6 +28,7 @@ from orchestrator.errors import (
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
+from orchestrator.units import seconds
 from providers.http.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -56,7 +57,6 @@ __all__ = [
     "load_json",
     "parse_json",
     "schema_name",
-    "seconds",
     "tokens",
     "validate_price",
 ]
@@ -139,14 +139,6 @@ def join_url(base: str, path: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
 
 
-def seconds(value: float | timedelta, *, field: str) -> float:
-    """A positive number of seconds from a float or a ``timedelta``."""
-    out = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(out, bool) or not isinstance(out, int | float) or not out > 0:
-        raise ValueError(f"{field}={value!r} must be a positive number of seconds (e.g. 60.0)")
-    return float(out)
-
-
 def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[float, float] | None:
     """``(usd_per_1M_input, usd_per_1M_output)``, both >= 0, or None."""
     if price is None:
@@ -207,7 +199,7 @@ class VendorProvider:
             allow_user_info=False,
         )
         self.name = name or f"{self.family}:{model}"
-        self.timeout = seconds(timeout, field=f"{cls}.timeout")
+        self.timeout = seconds(timeout, f"{cls}.timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )
