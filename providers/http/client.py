@@ -25,9 +25,9 @@ import weakref
 from collections.abc import AsyncGenerator
 from contextlib import suppress
 
+from providers.http.httpx_transport import HttpxTransport
 from providers.http.transport import (
     AiohttpTransport,
-    HttpxTransport,
     RawReply,
     StreamReply,
     Transport,
