@@ -49,11 +49,9 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.client import (
-    Transport,
+    ClientHolder,
     TransportError,
-    preload_transport,
     shared_client,
-    to_transport,
 )
 from providers.http.errors import (
     error_fields,
@@ -97,7 +95,7 @@ def handover_payload(request: Request) -> dict[str, Any]:
     }
 
 
-class HTTPFallback:
+class HTTPFallback(ClientHolder):
     """POST the request to ``url`` and use the ``text`` of the JSON reply.
 
     ``headers`` is a dict or a sync/async callable returning one (called on
@@ -163,9 +161,7 @@ class HTTPFallback:
             max_response_bytes, field="HTTPFallback.max_response_bytes"
         )
         self.price = validate_price(price, field="HTTPFallback.price")
-        self._transport: Transport | None = None if client is None else to_transport(client)
-        if client is None:
-            preload_transport()
+        self._use_client(client)
 
     def __repr__(self) -> str:
         return f"HTTPFallback(url={self._display!r}, name={self.name!r})"

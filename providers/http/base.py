@@ -36,11 +36,9 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.client import (
-    Transport,
+    ClientHolder,
     TransportError,
-    preload_transport,
     shared_client,
-    to_transport,
 )
 from providers.http.errors import map_transport_error, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
@@ -162,7 +160,7 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
 
-class VendorProvider:
+class VendorProvider(ClientHolder):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -207,9 +205,7 @@ class VendorProvider:
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
-        self._transport: Transport | None = None if client is None else to_transport(client)
-        if client is None:
-            preload_transport()
+        self._use_client(client)
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
         self._display_url = redact_url(self.base_url)

@@ -24,6 +24,7 @@ import os
 import weakref
 from collections.abc import AsyncGenerator
 from contextlib import suppress
+from typing import Any, Self
 
 from providers.http.httpx_transport import HttpxTransport
 from providers.http.transport import (
@@ -37,6 +38,7 @@ from providers.http.transport import (
 
 __all__ = [
     "AiohttpTransport",
+    "ClientHolder",
     "HttpxTransport",
     "preload_transport",
     "POOL_SIZE",
@@ -45,6 +47,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "close_shared_client",
+    "open_transport",
     "shared_client",
     "to_transport",
 ]
@@ -153,7 +156,12 @@ async def _close_at_loop_shutdown(
         await transport.aclose()
 
 
-def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
+def open_transport() -> AiohttpTransport:
+    """A new pooled transport (an ``aiohttp.ClientSession``) that the caller owns and closes.
+
+    The shared client is one of these per loop; an entered provider opens its own.
+    Must be called from inside a running loop.
+    """
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=POOL_SIZE, limit_per_host=0, ttl_dns_cache=300)
@@ -165,7 +173,11 @@ def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
         trust_env=False,
     )
     env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
-    transport = AiohttpTransport(session, owned=True, env_proxy=env_proxy)
+    return AiohttpTransport(session, owned=True, env_proxy=env_proxy)
+
+
+def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
+    transport = open_transport()
     closer = _close_at_loop_shutdown(weakref.ref(loop), transport)
     step = closer.asend(None)  # first step: the loop's asyncgen hooks now track it
     with suppress(StopIteration):
@@ -194,6 +206,53 @@ def shared_client() -> Transport:
     if entry is None:
         entry = _shared[loop] = _new_shared(loop)
     return entry.transport
+
+
+class ClientHolder:
+    """The HTTP client a provider sends with, and its lifecycle (``async with``, ``aclose``).
+
+    Which transport a call uses, and who closes it:
+
+    - ``client=`` given (an ``httpx.AsyncClient``, an ``aiohttp.ClientSession`` or a
+      :class:`Transport`): that one, always; its owner closes it, never the provider.
+    - entered (``async with provider:``, or through an entered ``FallbackAgent``):
+      a pooled transport the provider opens on the running loop and closes at
+      ``aclose()`` (entered twice, by two agents, it closes at the last exit).
+    - otherwise: the event loop's :func:`shared_client`, which belongs to the loop
+      (every provider on it shares it), so no provider closes it: the loop's
+      shutdown does, or :func:`close_shared_client`.
+    """
+
+    _transport: Transport | None
+    _user_client: bool
+    _entered: int
+
+    def _use_client(self, client: Any) -> None:
+        """Set up ``client=`` at construction (adapted now, or the HTTP library preloaded)."""
+        self._user_client = client is not None
+        self._transport = None if client is None else to_transport(client)
+        self._entered = 0
+        if client is None:
+            preload_transport()
+
+    async def __aenter__(self) -> Self:
+        if self._entered == 0 and not self._user_client:
+            self._transport = open_transport()
+        self._entered += 1
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what entering opened, at the last exit; nothing when never entered."""
+        if self._entered == 0:
+            return
+        self._entered -= 1
+        if self._entered == 0 and not self._user_client:
+            opened, self._transport = self._transport, None
+            if opened is not None:
+                await opened.aclose()
 
 
 async def close_shared_client() -> None:
