@@ -9,6 +9,16 @@ transport, and 15x+ httpx's default pool, at 200 concurrent calls (figures in
 ``bench/TRANSPORT.md``). A user may still pass their own ``httpx.AsyncClient``
 or ``aiohttp.ClientSession`` as ``client=``; it is adapted, never closed by us.
 
+Lifecycle (see :class:`ClientHolder`): a provider closes only what it opened
+itself: the pool it opens when entered (``async with provider`` or an entered
+``FallbackAgent``), never a user's client and never the loop's shared one. The
+shared client is closed when its loop shuts down: asyncio gives a library no
+public hook on a loop's close, so it registers a one-step async generator with
+the loop (``asyncio.run`` and ``asyncio.Runner`` close those before closing the
+loop), and a loop closed without that (``run_until_complete`` then ``close``)
+has its client marked closed at the next garbage collection (``gc.callbacks``),
+so neither leaks the loop nor logs "Unclosed client session".
+
 No retries happen here: a failure is raised once, as :class:`TransportError`,
 and the provider maps it into :mod:`orchestrator.errors`. Redirects are never
 followed (a 3xx reaches the provider, which reports a wrong ``base_url``), so
@@ -69,74 +79,19 @@ class _Entry:
         self.closer = closer
 
 
-_ATTR = "_failover_shared_transport"
+_shared: dict[asyncio.AbstractEventLoop, _Entry] = {}
+"""Each event loop's shared transport; an entry leaves when its loop shuts down."""
 
 
-class _PerLoop:
-    """The shared transport of each event loop, kept as an attribute of the loop itself.
-
-    A global table would keep every loop alive: the session references its loop.
-    On the loop, the entry dies with it, even when the loop was closed without
-    ``shutdown_asyncgens`` (``run_until_complete`` + ``close``); a garbage
-    collection hook first closes such orphaned sessions quietly. Loops that take
-    no attributes fall back to a weak-keyed table (kept until closed properly).
-    """
-
-    def __init__(self) -> None:
-        self._loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-        self._fallback: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._hooked = False
-
-    def get(self, loop: asyncio.AbstractEventLoop) -> _Entry | None:
-        entry: _Entry | None = getattr(loop, _ATTR, None)
-        if entry is None and self._fallback:
-            entry = self._fallback.get(loop)
-        return entry
-
-    def __setitem__(self, loop: asyncio.AbstractEventLoop, entry: _Entry) -> None:
-        try:
-            setattr(loop, _ATTR, entry)
-        except AttributeError:
-            self._fallback[loop] = entry
-        self._loops.add(loop)
-        if not self._hooked:
-            gc.callbacks.append(self._reap)
-            self._hooked = True
-
-    def __delitem__(self, loop: asyncio.AbstractEventLoop) -> None:
-        if getattr(loop, _ATTR, None) is not None:
-            delattr(loop, _ATTR)
-        else:
-            self._fallback.pop(loop, None)
-
-    def items(self) -> list[tuple[asyncio.AbstractEventLoop, _Entry]]:
-        pairs = [(loop, self.get(loop)) for loop in list(self._loops)]
-        return [(loop, entry) for loop, entry in pairs if entry is not None]
-
-    def values(self) -> list[_Entry]:
-        return [entry for _, entry in self.items()]
-
-    def __len__(self) -> int:
-        return len(self.items())
-
-    def _reap(self, phase: str, info: dict[str, int]) -> None:
-        # Before each collection: close (without awaiting) the sessions of loops already
-        # closed, so the session and connector do not log "Unclosed client session" when
-        # the loop's objects are collected.
-        if phase != "start" or not self._loops:
-            return
-        with suppress(Exception):
-            for loop in list(self._loops):
-                if loop.is_closed():
-                    entry = self.get(loop)
-                    if entry is not None:
-                        del self[loop]
-                        entry.transport._close_detached()
-
-
-_shared = _PerLoop()
+def _sweep_closed_loops(phase: str, info: dict[str, int]) -> None:
+    """Before each garbage collection: forget the entries of loops closed without
+    ``shutdown_asyncgens`` (``run_until_complete`` then ``close``), marking their
+    sessions closed, so such loops are collected and log no "Unclosed client session"."""
+    if phase != "start" or not _shared:
+        return
+    with suppress(Exception):
+        for loop in [loop for loop in _shared if loop.is_closed()]:
+            _shared.pop(loop).transport._close_detached()
 
 
 async def _close_at_loop_shutdown(
@@ -179,9 +134,13 @@ def open_transport() -> AiohttpTransport:
 def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
     transport = open_transport()
     closer = _close_at_loop_shutdown(weakref.ref(loop), transport)
-    step = closer.asend(None)  # first step: the loop's asyncgen hooks now track it
+    # Run it to its yield now, synchronously (the body does not await before it): the
+    # first step is what registers it with the loop's asyncgen hooks.
+    step = closer.asend(None)
     with suppress(StopIteration):
         step.send(None)
+    if _sweep_closed_loops not in gc.callbacks:
+        gc.callbacks.append(_sweep_closed_loops)
     return _Entry(transport, closer)
 
 

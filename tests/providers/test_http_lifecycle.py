@@ -145,3 +145,20 @@ def test_async_with_under_asyncio_run_leaves_nothing_open(
         gc.collect()
     assert session.closed
     assert "Unclosed" not in caplog.text
+
+
+def test_many_loops_leave_no_entry_and_one_collection_hook(sim: SimulatedServer) -> None:
+    from providers.http import client as _client
+
+    provider = OpenAIChat("m", base_url=sim.openai_url, api_key="k")
+    for _ in range(5):
+        asyncio.run(provider.complete(Request("hi")))  # closed at each loop's shutdown
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(provider.complete(Request("hi")))
+        loop.close()  # no shutdown_asyncgens: forgotten at the next collection
+        del loop
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # sockets: closed when collected
+        gc.collect()
+    assert len(_client._shared) == 0
+    assert gc.callbacks.count(_client._sweep_closed_loops) == 1
