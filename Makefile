@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(VENV)/bin/ruff check orchestrator providers tests examples bench
 	$(VENV)/bin/ruff format --check orchestrator providers tests examples bench
+	$(VENV)/bin/lint-imports --no-logo
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -28,4 +29,4 @@ bench: $(STAMP)
 	$(PY) bench/providers_bench.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache

@@ -1,34 +1,47 @@
-"""The error taxonomy: every failure a provider can have, as one class tree.
+"""The error taxonomy: every failure the library reports, as one class tree.
 
 Providers translate every failure at their own boundary into one of these
-classes; the engine decides from the class alone whether to retry the same
-provider, hand over to the next one, or stop everything::
+classes. Each class carries what it means, so no other module decides it
+again: ``retried`` (may the same provider be asked again, policy permitting),
+``hands_over`` (when not retried, or retries are spent: ask the next child;
+otherwise the run stops and the error is raised), ``counts_for_health``
+(a failure the circuit breaker counts) and ``reason`` (the documented
+``Attempt.reason``; ``None`` reads as ``"error"``). Read them through
+:func:`meaning`, which also places exceptions from outside the tree
+(:func:`describe` gives the safe summary events carry)::
 
     Exception
-    ├── ProviderError                  a provider call failed (base of the taxonomy)
-    │   ├── TransientError             retry this provider per policy, then fall over
-    │   │   ├── ProviderTimeout        (also a TimeoutError) attempt or run deadline hit
-    │   │   ├── ConnectionFailed       connect/read/write error, reset connection
-    │   │   ├── ServerError            408, 500, 502, 503, 504
-    │   │   ├── Overloaded             Anthropic 529 overloaded_error and friends
-    │   │   ├── RateLimited            429; .retry_after in seconds when the server said
-    │   │   └── StreamInterrupted      a stream ended without its terminator
-    │   ├── UnusableError              fall over at once, no retry
-    │   │   ├── AuthenticationFailed   401, 403
-    │   │   ├── ModelNotFound          404 model
-    │   │   ├── QuotaExhausted         quota or billing exhausted
-    │   │   ├── ContextWindowExceeded  prompt too long for this model
-    │   │   ├── NotInstalled           a CLI binary is missing
-    │   │   └── CircuitOpen            skipped: the provider's circuit is open
-    │   ├── InvalidOutput              reply is malformed or fails the schema: retry, then fall over
-    │   │   ├── Rejected               the ``accept`` check refused the reply: fall over at once
-    │   │   └── ResponseTooLarge       reply over ``max_response_bytes``: fall over at once
-    │   └── TerminalError              stop: no retry, no fallback
-    │       ├── GuardrailTriggered     content policy / safety refusal
-    │       └── InvalidRequest         malformed request (400)
-    ├── FallbackError                  every child failed; .attempts holds each attempt
-    └── HookError                      a user hook raised; the hook's exception is __cause__
+    └── FailoverError                  the root: anything this library raises
+        │                              (outside the taxonomy: retried, handed over, counted)
+        ├── ProviderError              a provider call failed (base of the taxonomy)
+        │   ├── TransientError         retry this provider per policy, then fall over
+        │   │   ├── ProviderTimeout    (also a TimeoutError) attempt or run deadline hit
+        │   │   ├── ConnectionFailed   connect/read/write error, reset connection
+        │   │   ├── ServerError        408, 409, 5xx
+        │   │   ├── Overloaded         529, Anthropic overloaded_error
+        │   │   ├── RateLimited        429; .retry_after in seconds when the server said
+        │   │   └── StreamInterrupted  a stream ended without its terminator
+        │   ├── UnusableError          fall over at once, no retry (also: a 4xx that says
+        │   │   │                      nothing about the request, such as 405, 410, 418, 451)
+        │   │   ├── AuthenticationFailed   401, 403
+        │   │   ├── ModelNotFound      404 model
+        │   │   ├── QuotaExhausted     402, quota or billing exhausted
+        │   │   ├── ContextWindowExceeded  413, prompt too long for this model
+        │   │   ├── NotInstalled       a CLI binary is missing
+        │   │   └── CircuitOpen        skipped: the provider's circuit is open (not counted)
+        │   ├── InvalidOutput          reply malformed or off-schema: retry, then fall over
+        │   │   ├── Rejected           the ``accept`` check refused the reply: fall over at once
+        │   │   └── ResponseTooLarge   reply over ``max_response_bytes``: fall over at once
+        │   └── TerminalError          stop: no retry, no fallback
+        │       ├── GuardrailTriggered content policy / safety refusal
+        │       └── InvalidRequest     malformed request (400, 422)
+        ├── FallbackError              every child failed; .attempts holds each attempt
+        ├── HookError                  a user hook raised; the hook's exception is __cause__
+        ├── ConfigError                (also a ValueError) the chain file cannot be used
+        └── WorkflowError              a workflow step failed; .error is the step's error
 
+``ConfigError`` lives in :mod:`orchestrator.config.problems` and ``WorkflowError``
+in :mod:`orchestrator.workflow`; both derive from :class:`FailoverError`.
 Messages never contain request text or credentials: they name the provider,
 the HTTP status (when there is one) and a short reason.
 """
@@ -36,7 +49,7 @@ the HTTP status (when there is one) and a short reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from orchestrator.types import Attempt
@@ -46,6 +59,7 @@ __all__ = [
     "CircuitOpen",
     "ConnectionFailed",
     "ContextWindowExceeded",
+    "FailoverError",
     "FallbackError",
     "GuardrailTriggered",
     "HookError",
@@ -65,10 +79,49 @@ __all__ = [
     "TerminalError",
     "TransientError",
     "UnusableError",
+    "describe",
+    "meaning",
 ]
 
 
-class ProviderError(Exception):
+class FailoverError(Exception):
+    """The root of every exception this library raises; catch it to catch them all.
+
+    Its class attributes are what a failure means to a run; subclasses override
+    them. The root's values also stand for any exception from outside the tree
+    (a bug in a user's provider, a library error): retried, then handed over,
+    counted for health, with no particular reason. ``overridable`` is False where
+    ``retry_on``/``fallback_on`` may not change the decision.
+    """
+
+    retried: ClassVar[bool] = True
+    hands_over: ClassVar[bool] = True
+    counts_for_health: ClassVar[bool] = True
+    reason: ClassVar[str | None] = None
+    overridable: ClassVar[bool] = True
+
+
+def meaning(error: BaseException) -> type[FailoverError] | None:
+    """The class whose attributes say what ``error`` means; ``None`` for a cancellation.
+
+    A cancellation (any ``BaseException`` that is not an ``Exception``) is never
+    retried, handed over or counted: it stops the run. A foreign ``TimeoutError``
+    means what :class:`ProviderTimeout` means; any other foreign exception what the
+    root means.
+    """
+    if isinstance(error, FailoverError):
+        return type(error)
+    if not isinstance(error, Exception):
+        return None
+    return ProviderTimeout if isinstance(error, TimeoutError) else FailoverError
+
+
+def describe(error: BaseException) -> dict[str, Any]:
+    """A safe summary of ``error`` (type and kind only) for events and hand-over payloads."""
+    return {"error_kind": getattr(error, "kind", "transient"), "error_type": type(error).__name__}
+
+
+class ProviderError(FailoverError):
     """A provider call failed; the subclass says what the engine does about it.
 
     ``provider`` is the provider's name, ``status`` the HTTP status when there
@@ -77,6 +130,7 @@ class ProviderError(Exception):
     """
 
     kind: str = "provider_error"
+    retried: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -119,10 +173,13 @@ class TransientError(ProviderError):
     """A failure that may pass: retried on the same provider, then handed over."""
 
     kind = "transient"
+    retried = True
 
 
 class ProviderTimeout(TransientError, TimeoutError):
     """An attempt or the whole run hit its deadline (imposed by the engine or the transport)."""
+
+    reason = "timeout"
 
 
 class ConnectionFailed(TransientError):
@@ -130,11 +187,14 @@ class ConnectionFailed(TransientError):
 
 
 class ServerError(TransientError):
-    """The provider answered 408, 5xx: its problem, likely to pass."""
+    """The provider answered 408, 409 or 5xx: its problem (a conflict or lock for 409), likely
+    to pass; the vendors' own SDKs retry these too."""
 
 
 class Overloaded(TransientError):
-    """The provider says it is overloaded (Anthropic 529 ``overloaded_error``)."""
+    """The provider says it is overloaded (529, Anthropic ``overloaded_error``)."""
+
+    reason = "overloaded"
 
 
 class RateLimited(TransientError):
@@ -143,6 +203,8 @@ class RateLimited(TransientError):
     The engine waits exactly ``retry_after`` when it fits ``max_retry_after``;
     a longer one hands over at once.
     """
+
+    reason = "rate_limited"
 
     def __init__(
         self,
@@ -167,6 +229,7 @@ class UnusableError(ProviderError):
     """This provider cannot serve this request now: hand over at once, no retry."""
 
     kind = "unusable"
+    reason = "unusable"
 
 
 class AuthenticationFailed(UnusableError):
@@ -192,15 +255,24 @@ class NotInstalled(UnusableError):
 class CircuitOpen(UnusableError):
     """The provider was skipped without a request: its circuit breaker is open."""
 
+    counts_for_health = False  # no request was made: nothing new about the provider
+    reason = "circuit_open"
+
 
 class InvalidOutput(ProviderError):
     """The reply is malformed or fails the schema: retry (``schema_retries``), then hand over."""
 
     kind = "invalid_output"
+    retried = True
+    counts_for_health = False  # the provider is up; the reply is the problem
+    reason = "invalid_output"
 
 
 class Rejected(InvalidOutput):
     """The ``accept`` check refused a well-formed reply: escalate to the next child at once."""
+
+    retried = False
+    reason = "rejected"
 
 
 class ResponseTooLarge(InvalidOutput):
@@ -210,11 +282,16 @@ class ResponseTooLarge(InvalidOutput):
     (a runaway generation or a broken or hostile server); the next child is asked.
     """
 
+    retried = False
+
 
 class TerminalError(ProviderError):
     """Stop everything: no retry, no fallback; raised to the caller as itself."""
 
     kind = "terminal"
+    hands_over = False
+    counts_for_health = False  # the request or its content is at fault, not the provider
+    reason = "terminal"
 
 
 class GuardrailTriggered(TerminalError):
@@ -222,11 +299,16 @@ class GuardrailTriggered(TerminalError):
 
 
 class InvalidRequest(TerminalError):
-    """The request itself is malformed (HTTP 400): every provider would refuse it."""
+    """The request itself is malformed (HTTP 400, 422): every provider would refuse it."""
 
 
-class HookError(Exception):
+class HookError(FailoverError):
     """A user hook raised: the run stops; the hook's own exception is ``__cause__``."""
+
+    retried = False
+    hands_over = False
+    counts_for_health = False
+    overridable = False
 
     def __init__(
         self, hook: str, error: BaseException | None = None, *, message: str | None = None
@@ -243,12 +325,18 @@ def _rebuild_hook_error(hook: str, message: str) -> HookError:
     return HookError(hook, message=message)
 
 
-class FallbackError(Exception):
+class FallbackError(FailoverError):
     """Every child failed. ``attempts`` lists every failed attempt, in order.
 
     ``str(err)`` begins ``All agents failed after N attempts`` and names each
     child's last error type. It holds no request text and no secret; it pickles.
+    A nested chain that is exhausted always hands over and is never retried whole;
+    its children's failures were counted already.
     """
+
+    retried = False
+    counts_for_health = False
+    overridable = False
 
     def __init__(self, attempts: Sequence[Attempt], *, name: str | None = None) -> None:
         self.attempts: tuple[Attempt, ...] = tuple(attempts)

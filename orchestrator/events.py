@@ -20,6 +20,8 @@ from typing import Any
 
 import structlog
 
+from orchestrator.errors import describe
+
 __all__ = ["emit", "enable", "enabled", "is_enabled", "LOGGER_NAME"]
 
 LOGGER_NAME = "orchestrator"
@@ -64,6 +66,4 @@ def emit(level: str, event: str, **fields: Any) -> None:
 
 def error_fields(error: BaseException | None) -> dict[str, Any]:
     """The safe description of an error for an event: kind and type, never its arguments."""
-    if error is None:
-        return {}
-    return {"error_kind": getattr(error, "kind", "transient"), "error_type": type(error).__name__}
+    return {} if error is None else describe(error)

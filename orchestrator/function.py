@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Literal
 
+from orchestrator.config.spec import BuildContext, Flag, ImportPath, ProviderSpec
 from orchestrator.errors import InvalidOutput
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Request, Response
 
-__all__ = ["FunctionProvider"]
+__all__ = ["FunctionProvider", "FunctionSpec"]
 
 
 class FunctionProvider:
@@ -100,3 +101,20 @@ def _capture(fn: Callable[[Request], Any], request: Request) -> tuple[bool, Any]
         return True, fn(request)
     except Exception as e:
         return False, e
+
+
+# -- the chain file's ``type: function`` -------------------------------------------
+
+
+class FunctionSpec(ProviderSpec):
+    """``type: function`` in a chain file: ``path: "package.module:function"``."""
+
+    order = 90
+    type: Literal["function"]
+    path: ImportPath
+    run_in_thread: Flag = True
+
+    def build(self, ctx: BuildContext) -> FunctionProvider:
+        return FunctionProvider(
+            ctx.hook("path", self.path), name=ctx.name, run_in_thread=self.run_in_thread
+        )

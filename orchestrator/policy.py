@@ -7,11 +7,12 @@ a retry is actually needed: a first attempt that succeeds never pays for it.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from tenacity import RetryCallState
+from tenacity import RetryCallState, Retrying
 from tenacity.wait import wait_base, wait_exponential, wait_fixed, wait_none
 
 from orchestrator.errors import RateLimited
@@ -79,16 +80,13 @@ class RetryPolicy:
         s(self, "max_retry_after", seconds(max_retry_after, "max_retry_after", allow_zero=True))
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
-        """The computed delay before retry ``retry_number`` (1-based), ignoring Retry-After."""
-        if self.strategy == "none":
-            return 0.0
-        base = (
-            self.delay * (2 ** (retry_number - 1)) if self.strategy == "exponential" else self.delay
-        )
-        base = min(base, self.max_delay)
-        if self.jitter == "full":
-            base = (rng or random).uniform(0.0, base)
-        return base
+        """The computed delay before retry ``retry_number`` (1-based), ignoring Retry-After.
+
+        Read off the same tenacity wait the engine sleeps by, so the two never differ.
+        """
+        state = RetryCallState(Retrying(), None, (), {})
+        state.attempt_number = retry_number
+        return float(self._base_wait(rng)(state))
 
     def retry_after_of(self, error: BaseException | None) -> float | None:
         """The server-requested wait for ``error`` if this policy honours it, else ``None``."""
@@ -106,7 +104,14 @@ class RetryPolicy:
         return wait is None or wait <= self.max_retry_after
 
     def wait_strategy(self, rng: random.Random | None = None) -> wait_base:
-        """The tenacity wait for this policy, with Retry-After honoured."""
+        """The tenacity wait for this policy, with Retry-After honoured.
+
+        ``rng`` draws the jitter (the ``random`` module's own generator by default).
+        """
+        return _RetryAfter(self._base_wait(rng), self)
+
+    def _base_wait(self, rng: random.Random | None) -> wait_base:
+        """The strategy's own wait: capped at ``max_delay``, jittered if asked."""
         base: wait_base
         if self.strategy == "none":
             base = wait_none()
@@ -118,8 +123,8 @@ class RetryPolicy:
             # wait_fixed has no cap of its own; clamp every strategy at max_delay.
             base = _Capped(base, self.max_delay)
         if self.jitter == "full":
-            base = _FullJitter(base, rng or random.Random())
-        return _RetryAfter(base, self)
+            base = _FullJitter(base, (rng or random).uniform)
+        return base
 
     def __repr__(self) -> str:
         return (
@@ -139,11 +144,11 @@ class _Capped(wait_base):
 class _FullJitter(wait_base):
     """Uniform in [0, inner delay], drawn from an injected random source."""
 
-    def __init__(self, inner: wait_base, rng: random.Random) -> None:
-        self.inner, self.rng = inner, rng
+    def __init__(self, inner: wait_base, uniform: Callable[[float, float], float]) -> None:
+        self.inner, self.uniform = inner, uniform
 
     def __call__(self, retry_state: RetryCallState) -> float:
-        return self.rng.uniform(0.0, float(self.inner(retry_state)))
+        return self.uniform(0.0, float(self.inner(retry_state)))
 
 
 class _RetryAfter(wait_base):

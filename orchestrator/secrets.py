@@ -3,7 +3,8 @@
 A :class:`Secret` holds a key so that ``repr``, ``str`` and f-strings show
 ``'***'``: a provider's repr, an event or an exception message cannot leak it
 by accident. :func:`check_endpoint` refuses, at construction, a base URL to
-which a key would travel in clear text. Credentials may also ride in a URL
+which a key would travel in clear text (:func:`endpoint_problem` is that rule,
+which chain-file specs apply too). Credentials may also ride in a URL
 (user info, ``?token=``) or in headers: :func:`redact_url`, :func:`url_secrets`
 and :func:`header_secrets` find them so messages can mask them.
 """
@@ -20,6 +21,7 @@ __all__ = [
     "KEY_SHAPED",
     "Secret",
     "check_endpoint",
+    "endpoint_problem",
     "has_url_credentials",
     "header_secrets",
     "is_credential_header",
@@ -225,38 +227,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def endpoint_problem(
+    url: str,
+    *,
+    allow_insecure_http: bool,
+    allow_user_info: bool = True,
+    opt_in: str = "pass allow_insecure_http=True",
+) -> str | None:
+    """What keeps ``url`` from being an endpoint (words to follow the URL), or None.
+
+    Credentials only travel over https, or plain http to loopback; any other
+    ``http://`` URL is refused unless ``allow_insecure_http``. ``allow_user_info=False``
+    refuses ``user:password@`` in the URL. ``opt_in`` says how the caller's user
+    allows plain http (a chain file says ``set allow_insecure_http: true ...``).
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return "is not a valid URL; give e.g. 'https://api.example.com/v1'"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL; give e.g. 'https://api.example.com/v1'"
+    if not allow_user_info and "@" in parts.netloc:
+        return (
+            "carries user info (user:password@ in the URL): pass the key as api_key=, "
+            "or a credential header with extra_headers=, not in the URL"
+        )
+    if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
+        return (
+            "is a plain http:// URL to another machine, which would send credentials in clear "
+            f"text; use an https:// URL, or {opt_in} if the network is trusted"
+        )
+    return None
+
+
 def check_endpoint(
     url: str, *, field: str, allow_insecure_http: bool, allow_user_info: bool = True
 ) -> str:
     """Validate ``url`` (named ``field`` in errors) and return it without a trailing slash.
 
-    Credentials only travel over https, or plain http to loopback; any other
-    ``http://`` URL raises ``ValueError`` unless ``allow_insecure_http=True``.
-    ``allow_user_info=False`` refuses ``user:password@`` in the URL (a vendor
-    authenticates with its key, and aiohttp refuses user info next to an
-    Authorization header). Messages show the URL without user info or query
-    (see :func:`redact_url`).
+    ``ValueError`` naming what :func:`endpoint_problem` finds, with the URL shown
+    without user info or query (see :func:`redact_url`).
     """
-    shown = redact_url(url)
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError:
-        raise ValueError(
-            f"{field}={shown!r} is not a valid URL; give e.g. 'https://api.example.com/v1'"
-        ) from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
-            f"{field}={shown!r} is not an http(s) URL; give e.g. 'https://api.example.com/v1'"
-        )
-    if not allow_user_info and "@" in parts.netloc:
-        raise ValueError(
-            f"{field}={shown!r} carries user info (user:password@ in the URL): pass the key "
-            "as api_key=, or a credential header with extra_headers=, not in the URL"
-        )
-    if parts.scheme == "http" and not allow_insecure_http and not is_loopback(parts.hostname):
-        raise ValueError(
-            f"{field}={shown!r} would send credentials in clear text to {parts.hostname}: "
-            "use an https:// URL, or pass allow_insecure_http=True if this network is trusted"
-        )
+    problem = endpoint_problem(
+        url, allow_insecure_http=allow_insecure_http, allow_user_info=allow_user_info
+    )
+    if problem is not None:
+        raise ValueError(f"{field}={redact_url(url)!r} {problem}")
     return url.rstrip("/")

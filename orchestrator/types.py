@@ -30,6 +30,25 @@ __all__ = [
 _ROLES = ("user", "assistant", "system", "tool")
 
 
+def _check_text(owner: str, text: str) -> None:
+    """Refuse text that is not valid Unicode: a lone surrogate cannot be sent as UTF-8.
+
+    Lone surrogates are what Python makes of undecodable bytes (``surrogateescape``
+    on argv, stdin or file names). Refusing them here, once, means no provider
+    sends invalid UTF-8 or fails halfway through a chain; the caller decides
+    how to decode (``errors="replace"`` is what the ``failover`` CLI does).
+    """
+    if text.isascii():  # O(1) in CPython: the common case costs nothing
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{owner}: lone surrogate U+{ord(text[exc.start]):04X} at index {exc.start} is not "
+            "valid Unicode text (undecodable input?); decode it with errors='replace'"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text."""
@@ -42,6 +61,7 @@ class Message:
             raise ValueError(f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}")
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content: expected str, got {type(self.content).__name__}")
+        _check_text("Message.content", self.content)
 
 
 def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
@@ -101,6 +121,8 @@ class Request:
             msgs = (*msgs, Message("user", prompt))
         if not msgs:
             raise ValueError("Request: give prompt='...' or a non-empty messages=[...]")
+        if system is not None:
+            _check_text("Request.system", system)
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise ValueError(f"Request.max_tokens: {max_tokens!r} must be a positive int")
         s = object.__setattr__

@@ -19,7 +19,7 @@ from dataclasses import fields
 from typing import Any
 
 from orchestrator.engine.agent import FallbackAgent
-from orchestrator.errors import FallbackError, ProviderError
+from orchestrator.errors import FailoverError, FallbackError, ProviderError
 from orchestrator.types import Request, Response, Result
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
@@ -28,7 +28,7 @@ PromptFn = Callable[[Mapping[str, Any]], "str | Request"]
 _RESULT_FIELDS = {f.name for f in fields(Result)} | {"usage", "cost_usd", "failed_attempts"}
 
 
-class WorkflowError(Exception):
+class WorkflowError(FailoverError):
     """A step failed: names the phase and step; ``error`` (also ``__cause__``) is its error.
 
     ``results`` holds the results of the steps that finished before it.

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
+from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
@@ -27,8 +28,9 @@ from providers.http.base import (
 )
 from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_anthropic_error
+from providers.http.spec import VendorSpec
 
-__all__ = ["AnthropicMessages"]
+__all__ = ["AnthropicMessages", "AnthropicSpec"]
 
 
 def _refusal(provider: str) -> GuardrailTriggered:
@@ -242,3 +244,24 @@ class AnthropicMessages(VendorProvider):
             )
         usage_out = Usage(input_tokens, output_tokens) if saw_usage else None
         yield self.response("".join(parts), usage_out, model, stop)
+
+
+# -- the chain file's ``type: anthropic`` ------------------------------------------
+
+
+class AnthropicSpec(VendorSpec):
+    """``type: anthropic`` in a chain file: an :class:`AnthropicMessages`."""
+
+    order = 20
+    key_env = AnthropicMessages.env_vars[0]
+    type: Literal["anthropic"]
+    max_tokens: PositiveInt | None = None
+    anthropic_version: str | None = None
+
+    def build(self, ctx: BuildContext) -> AnthropicMessages:
+        return AnthropicMessages(
+            self.model,
+            name=ctx.name,
+            **self.vendor_kwargs(),
+            **given(max_tokens=self.max_tokens, anthropic_version=self.anthropic_version),
+        )

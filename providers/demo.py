@@ -12,19 +12,20 @@ about a second.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from orchestrator.engine.agent import FallbackAgent
+from orchestrator import FallbackAgent
+from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Result
 
-__all__ = ["Printer", "run_demo"]
+__all__ = ["Printer", "command", "run_demo"]
 
 KEY = "sim-demo-key"  # the simulator accepts any key; no real key is needed
 DELAY = 0.05
@@ -34,15 +35,8 @@ class Printer:
     """Demo output: rich styles on a terminal, plain lines elsewhere."""
 
     def __init__(self, plain: bool | None = None) -> None:
-        use_rich = sys.stdout.isatty() if plain is None else not plain
-        self.console: Any = None
-        if use_rich:
-            try:
-                from rich.console import Console
-            except ImportError:  # rich is an optional extra
-                pass
-            else:
-                self.console = Console(highlight=False)
+        choice = None if plain is None else "plain" if plain else "rich"
+        self.console: Any = Tables(choice).console  # None: plain lines
 
     def line(self, text: str, style: str = "") -> None:
         if self.console is not None:
@@ -89,28 +83,16 @@ class Printer:
         from rich.table import Table
 
         table = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
-        for column in ("provider", "try", "outcome", "ms", "cost"):
+        for column in ATTEMPT_HEADER:
             table.add_column(column, justify="right" if column in ("try", "ms") else "left")
-        for a in result.attempts:
-            table.add_row(
-                a.agent,
-                str(a.attempt_number),
-                "ok" if a.ok else f"{a.kind_label()} ({a.reason})",
-                f"{a.duration * 1000:.0f}",
-                f"${a.cost_usd:.6f}" if a.cost_usd is not None else "",
-                style="green" if a.ok else "red",
-            )
+        for a, row in zip(result.attempts, attempt_rows(result.attempts), strict=True):
+            table.add_row(*row, style="green" if a.ok else "red")
         self.console.print(table)
 
     def _lines(self, result: Result) -> None:
-        for a in result.attempts:
-            outcome = "ok" if a.ok else f"{a.kind_label()} ({a.reason})"
-            cost = f"  ${a.cost_usd:.6f}" if a.cost_usd is not None else ""
-            self.line(
-                f"    attempt {a.agent}#{a.attempt_number}: {outcome}, "
-                f"{a.duration * 1000:.0f} ms{cost}",
-                "dim",
-            )
+        for agent, number, outcome, ms, cost in attempt_rows(result.attempts):
+            cost = f"  {cost}" if cost else ""
+            self.line(f"    attempt {agent}#{number}: {outcome}, {ms} ms{cost}", "dim")
 
 
 def _label(error: BaseException) -> str:
@@ -338,3 +320,18 @@ async def _main(out: Printer) -> int:
 def run_demo(*, plain: bool | None = None) -> int:
     """Run every scene; 0 when each was answered by the provider it should have been."""
     return asyncio.run(_main(Printer(None if not plain else True)))
+
+
+class _Demo:
+    """``failover demo``: the plug-in command (see :mod:`orchestrator.cli.plugins`)."""
+
+    help = "run the example chains against simulated providers (no API keys)"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
+
+    def run(self, args: argparse.Namespace) -> int:
+        return run_demo(plain=args.plain)
+
+
+command = _Demo()

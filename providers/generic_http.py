@@ -13,9 +13,19 @@ import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from pydantic import ValidationInfo, field_validator
+
+from orchestrator.config.spec import (
+    BuildContext,
+    Flag,
+    PositiveFloat,
+    PositiveInt,
+    Price,
+    ProviderSpec,
+)
 from orchestrator.errors import (
     AuthenticationFailed,
     GuardrailTriggered,
@@ -54,14 +64,16 @@ from providers.http.client import (
     shared_client,
 )
 from providers.http.errors import (
+    Redacted,
     error_fields,
     map_openai_error,
     map_transport_error,
     redacted,
     short,
 )
+from providers.http.spec import check_url
 
-__all__ = ["HTTPFallback"]
+__all__ = ["HTTPFallback", "HTTPSpec"]
 
 HeadersArg = (
     Mapping[str, str]
@@ -173,6 +185,7 @@ class HTTPFallback(ClientHolder):
         source = self._headers
         if source is None:
             return headers
+        failure: AuthenticationFailed | None = None
         try:
             value: Any = source if isinstance(source, Mapping) else source()
             if inspect.isawaitable(value):
@@ -181,10 +194,18 @@ class HTTPFallback(ClientHolder):
                 raise TypeError(f"expected a dict of headers, got {type(value).__name__}")
             headers.update({str(k): str(v) for k, v in value.items()})
         except Exception as exc:
-            raise AuthenticationFailed(
+            # Named, not chained nor quoted: a token source's error may hold the credential
+            # it used, in a form no mask knows (aiohttp's ClientResponseError repr holds the
+            # request headers).
+            failure = AuthenticationFailed(
                 f"headers callable failed ({type(exc).__name__}); fix the token source",
                 provider=self.name,
-            ) from exc
+            )
+            failure.__cause__ = Redacted(
+                f"{type(exc).__name__} (message withheld: it may quote a credential)"
+            )
+        if failure is not None:
+            raise failure  # not in the except block, where exc would be the context
         if self._basic and callable(source) and _has_authorization(value):
             raise AuthenticationFailed(
                 "the headers callable returned an Authorization header and the url carries "
@@ -312,3 +333,37 @@ class HTTPFallback(ClientHolder):
         if response.text:
             yield response.text
         yield response
+
+
+# -- the chain file's ``type: http`` -----------------------------------------------
+
+
+class HTTPSpec(ProviderSpec):
+    """``type: http`` in a chain file: an :class:`HTTPFallback`.
+
+    Unlike ``HTTPFallback(url)`` in code, a file's plain ``http://`` URL to
+    another machine needs ``allow_insecure_http: true`` even without headers.
+    """
+
+    order = 40
+    type: Literal["http"]
+    allow_insecure_http: Flag = False
+    url: str
+    headers: dict[str, str] | None = None
+    timeout: PositiveFloat | None = None
+    max_response_bytes: PositiveInt | None = None
+    price: Price | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _endpoint(cls, url: str, info: ValidationInfo) -> str:
+        return check_url(url, info, allow_user_info=True)
+
+    def build(self, ctx: BuildContext) -> HTTPFallback:
+        own = {"headers", "timeout", "max_response_bytes", "price"}
+        return HTTPFallback(
+            self.url,
+            name=ctx.name,
+            allow_insecure_http=self.allow_insecure_http,
+            **self.model_dump(include=own, exclude_none=True),
+        )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
+from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
@@ -32,8 +33,9 @@ from providers.http.base import (
 )
 from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_openai_error, short
+from providers.http.spec import VendorSpec
 
-__all__ = ["OpenAIChat"]
+__all__ = ["OpenAIChat", "OpenAISpec"]
 
 
 def _usage(data: Any) -> Usage | None:
@@ -227,3 +229,23 @@ def dig_status(chunk: Mapping[str, Any]) -> int:
     err = chunk.get("error")
     code = err.get("code") if isinstance(err, Mapping) else None
     return code if isinstance(code, int) and 400 <= code <= 599 else 500
+
+
+# -- the chain file's ``type: openai`` ---------------------------------------------
+
+
+class OpenAISpec(VendorSpec):
+    """``type: openai`` in a chain file: an :class:`OpenAIChat`."""
+
+    order = 10
+    key_env = OpenAIChat.env_vars[0]
+    type: Literal["openai"]
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+
+    def build(self, ctx: BuildContext) -> OpenAIChat:
+        return OpenAIChat(
+            self.model,
+            name=ctx.name,
+            **self.vendor_kwargs(),
+            **given(max_tokens_param=self.max_tokens_param),
+        )

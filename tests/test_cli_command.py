@@ -300,3 +300,30 @@ def test_structlog_events_never_reach_stdout(
         assert main(["run", str(chain), "--agent", "review", "--json", "hi"]) == 0
         assert events.is_enabled()  # the caller's setting is restored
     assert json.loads(capsys.readouterr().out)["handled_by"] == "fn"
+
+
+def test_entry_point_exits_130_when_ctrl_c_turned_into_another_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A SIGINT inside argparse's intermixed parsing surfaces as AttributeError (its
+    # finally restores attributes it had not saved yet), with the KeyboardInterrupt
+    # as its context: still an interruption, not a crash with a traceback.
+    import orchestrator.cli
+    from orchestrator.__main__ import main as entry
+
+    def interrupted_in_a_finally(argv: list[str] | None = None) -> int:
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise AttributeError("'_StoreAction' object has no attribute 'save_nargs'")
+
+    monkeypatch.setattr(orchestrator.cli, "main", interrupted_in_a_finally)
+    assert entry() == 130
+    assert capsys.readouterr().err == "failover: interrupted\n"
+
+    def plain_bug(argv: list[str] | None = None) -> int:
+        raise AttributeError("a real bug")
+
+    monkeypatch.setattr(orchestrator.cli, "main", plain_bug)
+    with pytest.raises(AttributeError, match="a real bug"):
+        entry()

@@ -524,22 +524,16 @@ def test_constructor_messages_are_scrubbed_of_environment_values_and_url_parts()
         {"providers": {"gw": {"base_url": value, "model": "m"}}},
         {("providers", "gw", "base_url"): ("GATEWAY_URL",)},
     )
-    keys = {"base_url": "${GATEWAY_URL}", "model": "m"}
     # a message in another shape, naming parts of the URL (redacted or not)
     exc = ValueError(
         "cannot reach 'https://bot:***@gw.corp.example/v1?api_key=***&x=1' "
         f"(from {value}); password hunter2pass, key TOPSECRET-123"
     )
-    problem = constructor_problem(src, ("providers", "gw"), exc, keys, env)
+    problem = constructor_problem(src, ("providers", "gw"), exc, env)
     assert problem.path == ("providers", "gw")
     for leaked in ("hunter2pass", "TOPSECRET", "corp.example", value):
         assert leaked not in problem.message
     assert "the value of ${GATEWAY_URL}" in problem.message
-    exc = ValueError("OpenAIChat.base_url='https://bot:***@gw.corp.example/v1' is wrong")
-    problem = constructor_problem(src, ("providers", "gw"), exc, keys, env)
-    assert str(problem) == (
-        "chain.yaml:7: providers.gw.base_url: the value of ${GATEWAY_URL} is wrong"
-    )
 
 
 # -- secrets ------------------------------------------------------------------------
@@ -840,3 +834,28 @@ def test_max_response_bytes_is_a_strict_positive_whole_number(tmp_path: Path) ->
         f"{path}:4: providers.g.max_response_bytes: 1.5 is not a whole number",
         f"{path}:5: providers.h.max_response_bytes: true is not a whole number",
     ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://files.example/x",
+        "https://gw.example:99999/v1",
+        "https://bot@gw.example/v1",
+        "http://gw.example/v1",
+    ],
+)
+def test_a_file_endpoint_is_checked_by_the_constructors_rule(tmp_path: Path, url: str) -> None:
+    from orchestrator.secrets import check_endpoint, endpoint_problem
+    from providers.http.spec import FILE_OPT_IN
+
+    path = write(
+        tmp_path, "chain.yaml", f"providers:\n  x: {{type: openai, model: m, base_url: '{url}'}}\n"
+    )
+    rule = {"allow_insecure_http": False, "allow_user_info": False}
+    problem = endpoint_problem(url, **rule, opt_in=FILE_OPT_IN)
+    assert problem is not None
+    assert str(error_of(path)) == f"{path}:2: providers.x.base_url: {url!r} {problem}"
+    with pytest.raises(ValueError) as info:
+        check_endpoint(url, field="OpenAIChat.base_url", **rule)
+    assert str(info.value).endswith(str(endpoint_problem(url, **rule)))

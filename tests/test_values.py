@@ -146,6 +146,7 @@ def test_public_api_is_exactly_all() -> None:
         "engine",
         "secrets",
         "function",
+        "tasks",
         "testing",
         "health",
         "workflow",
@@ -164,3 +165,20 @@ def test_public_api_is_exactly_all() -> None:
         # Subpackages and vendor modules are the package's files, not its names.
         and not isinstance(getattr(providers, n, None), types.ModuleType)
     }
+
+
+def test_the_package_loads_its_names_lazily_and_all_of_them() -> None:
+    # `failover` imports the package before it can handle Ctrl-C: it must stay tiny.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orchestrator; "
+        "print(sorted(m for m in sys.modules if m.startswith(('orchestrator', 'pydantic', "
+        "'tenacity', 'structlog', 'asyncio'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['orchestrator']"
+    assert set(orchestrator._LAZY) == set(orchestrator.__all__)
+    for name in orchestrator.__all__:
+        assert getattr(orchestrator, name) is not None

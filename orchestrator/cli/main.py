@@ -1,4 +1,4 @@
-"""The ``failover`` command: run a chain file, check it, simulate providers, demo.
+"""The ``failover`` command: run a chain file, check it, and the plug-in commands.
 
 ::
 
@@ -6,8 +6,12 @@
     echo "text" | failover run chain.yaml --json -              # the whole Result as JSON
     failover run chain.yaml --workflow release --input topic=x  # every step's answer
     failover check chain.yaml --ping                            # validate; ping each provider
-    failover simulate --port 8787 --script faults.json          # the simulated server
-    failover demo                                               # the example chains, no keys
+    failover simulate --port 8787 --script faults.json          # the simulated server (plug-in)
+    failover demo                                               # the example chains (plug-in)
+
+``run`` and ``check`` live here; every other command comes from the
+``failover.commands`` entry-point group (:mod:`orchestrator.cli.plugins`), which
+is how ``demo`` and ``simulate`` arrive from the ``providers`` package.
 
 Exit codes: 0 success, 1 the run failed (every provider failed, or a terminal
 error), 2 bad file or arguments, 130 interrupted.
@@ -19,27 +23,71 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from orchestrator import events
+from orchestrator.cli.plugins import GROUP, Command, load_commands
 from orchestrator.cli.report import (
+    CHECK_HEADER,
+    PING_HEADER,
+    check_rows,
     check_summary,
     failure_json,
     ping_all,
-    ping_table,
+    ping_rows,
     result_json,
 )
+from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
 from orchestrator.config import Config, ConfigError, load_config
 from orchestrator.errors import FallbackError, HookError, ProviderError
+from orchestrator.types import Attempt
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+_NO_PLUGINS = (
+    f"no plug-in commands are installed (entry-point group {GROUP!r} is empty):\n"
+    "'demo' and 'simulate' come with the providers package of failover-orchestrator"
+)
+
+# A prompt read from stdin is read up to this size and refused beyond it: 8 MiB is about
+# two million tokens, more than any model's context window.
+MAX_STDIN_BYTES = 8 << 20
 
 
 class _Usage(Exception):
     """Bad arguments: printed, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a hint on a missing command when no plug-in is installed."""
+
+    hint: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        if self.hint and "invalid choice" in message:
+            message = f"{message}\n{self.hint}"
+        super().error(message)
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser: options may follow positionals ("run FILE PROMPT --json")."""
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing:  # the intermixed parse calls back here, twice
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def _version() -> str:
@@ -49,99 +97,128 @@ def _version() -> str:
         return "unknown"
 
 
-_COMMANDS = {
-    "run": "run an agent or a workflow from a chain file",
-    "check": "validate a chain file (and ping its providers)",
-    "simulate": "run the simulated provider server",
-    "demo": "run the example chains against simulated providers",
-}
+def _add_run(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="chain file (.yaml, .yml or .toml)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--agent", help="agent to run (optional when the file has one agent)")
+    which.add_argument("--workflow", help="workflow to run")
+    parser.add_argument(
+        "prompt",
+        nargs="?",
+        help="the prompt; '-' or nothing reads stdin (at most 8 MiB; bytes that are not "
+        "UTF-8 become U+FFFD)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument("--timeout", type=float, help="whole-run timeout in seconds")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="workflow input (repeatable); the prompt is the input named 'input'",
+    )
 
 
-def _top_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _add_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="chain file (.yaml, .yml or .toml)")
+    parser.add_argument("--ping", action="store_true", help="one tiny request per provider")
+    parser.add_argument("--timeout", type=float, default=10.0, help="ping timeout (default 10 s)")
+
+
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    style = parser.add_mutually_exclusive_group()
+    style.add_argument(
+        "--rich",
+        dest="tables",
+        action="store_const",
+        const="rich",
+        help="rich tables even when stdout is not a terminal (needs the rich extra)",
+    )
+    style.add_argument(
+        "--plain",
+        dest="tables",
+        action="store_const",
+        const="plain",
+        help="plain text even on a terminal",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    """``run`` and ``check``: the same :class:`Command` shape as a plug-in's."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        _add_output(parser)
+        self.arguments(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return self.handler(args)
+
+
+def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
+    """The ``failover`` parser: built-ins and plug-ins, each on its own sub-parser;
+    plug-in problems (one a line) are appended to ``problems``."""
+    builtins: dict[str, Command] = {
+        "run": _Builtin("run an agent or a workflow from a chain file", _add_run, _run),
+        "check": _Builtin("validate a chain file (and ping its providers)", _add_check, _check),
+    }
+    notes = [_NO_PLUGINS] if not plugins else []
+    notes += [
+        f"command {n!r} from a plug-in is ignored: built in" for n in plugins if n in builtins
+    ]
+    parser = _Parser(
         prog="failover",
         description="Keep LLM calls working when providers fail.",
-        epilog="commands:\n"
-        + "\n".join(f"  {name:<9} {text}" for name, text in _COMMANDS.items())
-        + "\n\n'failover COMMAND --help' describes each one. Exit codes: 0 success, "
-        "1 the run failed, 2 bad file or arguments, 130 interrupted.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(
+            [
+                *notes,
+                "'failover COMMAND --help' describes each one. Exit codes: 0 success,\n"
+                "1 the run failed, 2 bad file or arguments, 130 interrupted.",
+            ]
+        ),
     )
+    parser.hint = _NO_PLUGINS if not plugins else None
     parser.add_argument("--version", action="version", version=f"failover {_version()}")
-    parser.add_argument("command", choices=list(_COMMANDS), metavar="COMMAND")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
+    )
+    for name in builtins.keys() & plugins.keys():
+        problems.append(f"plug-in command {name!r} ignored: {name} is built in")
+    extra = {name: command for name, command in plugins.items() if name not in builtins}
+    for name, command in {**builtins, **extra}.items():
+        sub = subparsers.add_parser(name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
     return parser
-
-
-def _command_parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"failover {command}", description=_COMMANDS[command])
-    if command == "run":
-        parser.add_argument("file", help="chain file (.yaml, .yml or .toml)")
-        which = parser.add_mutually_exclusive_group()
-        which.add_argument("--agent", help="agent to run (optional when the file has one agent)")
-        which.add_argument("--workflow", help="workflow to run")
-        parser.add_argument("prompt", nargs="?", help="the prompt; '-' or nothing reads stdin")
-        parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
-        parser.add_argument("--timeout", type=float, help="whole-run timeout in seconds")
-        parser.add_argument(
-            "--input",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="workflow input (repeatable); the prompt is the input named 'input'",
-        )
-    elif command == "check":
-        parser.add_argument("file", help="chain file (.yaml, .yml or .toml)")
-        parser.add_argument("--ping", action="store_true", help="one tiny request per provider")
-        parser.add_argument(
-            "--timeout", type=float, default=10.0, help="ping timeout (default 10 s)"
-        )
-    elif command == "simulate":
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8787, help="port (0 = any free one)")
-        parser.add_argument("--script", help="JSON file: route -> list of fault specs")
-    else:
-        parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
-    return parser
-
-
-def _parse(argv: list[str] | None) -> argparse.Namespace:
-    top = _top_parser().parse_args(argv)
-    # Intermixed: options may come after the prompt ("run FILE PROMPT --json").
-    args = _command_parser(top.command).parse_intermixed_args(top.args)
-    args.command = top.command
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``failover`` console script; returns the exit code."""
+    plugins, problems = load_commands()
+    parser = _parser(plugins, problems)
+    for problem in problems:
+        print(f"failover: warning: {problem}", file=sys.stderr)
     try:
-        args = _parse(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 on bad arguments, 0 for --help/--version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         # stdout carries only the answer (or JSON): keep structlog events off it,
         # even when something in the process has configured structlog.
         with events.enabled(False):
-            return _dispatch(args)
+            code: int = args.handler(args)
+            return code
     except KeyboardInterrupt:
         print("failover: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except _Usage as exc:
         print(f"failover: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "run":
-        return _run(args)
-    if args.command == "check":
-        return _check(args)
-    if args.command == "simulate":
-        return _simulate(args)
-    from providers.demo import run_demo
-
-    return run_demo(plain=args.plain)
 
 
 def _load(path: str) -> Config:
@@ -152,10 +229,44 @@ def _load(path: str) -> Config:
 
 
 def _read_prompt(prompt: str | None, stdin: TextIO) -> str:
-    text = stdin.read() if prompt in (None, "-") else str(prompt)
+    text = _read_stdin(stdin) if prompt in (None, "-") else _readable(str(prompt))
     if not text.strip():
         raise _Usage("empty prompt: give PROMPT, or '-' and pipe text on stdin")
     return text.rstrip("\n")
+
+
+def _read_stdin(stdin: TextIO) -> str:
+    """stdin as text, at most ``MAX_STDIN_BYTES``; undecodable bytes become U+FFFD.
+
+    A user piping bytes into a command expects them used, not a traceback, so
+    the CLI replaces what is not UTF-8 (the library refuses lone surrogates).
+    """
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is not None:
+        data: bytes = buffer.read(MAX_STDIN_BYTES + 1)
+        size, text = len(data), data.decode("utf-8", errors="replace")
+    else:  # a text stream standing in for stdin (embedding, tests)
+        text = stdin.read(MAX_STDIN_BYTES + 1)
+        size, text = len(text), _readable(text)
+    if size > MAX_STDIN_BYTES:
+        raise _Usage(
+            f"stdin holds more than {MAX_STDIN_BYTES} bytes ({MAX_STDIN_BYTES >> 20} MiB); "
+            "pass a shorter prompt (or a summary of it)"
+        )
+    return text
+
+
+def _readable(text: str) -> str:
+    """Text from argv or a text stream with its undecodable bytes (lone surrogates) as U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:  # surrogateescape: the bytes the user gave, so valid UTF-8 parts survive
+            raw = text.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            raw = text.encode("utf-8", errors="surrogatepass")
+        return raw.decode("utf-8", errors="replace")
+    return text
 
 
 def _target(args: argparse.Namespace, config: Config) -> tuple[str, str]:
@@ -190,7 +301,7 @@ def _inputs(args: argparse.Namespace, prompt: str | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
             raise _Usage(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
-        inputs[name] = value
+        inputs[name] = _readable(value)
     if prompt is not None:
         inputs["input"] = prompt
     return inputs
@@ -220,6 +331,7 @@ async def _run_agent(config: Config, name: str, prompt: str, args: argparse.Name
         result = await agent.run(prompt, timeout=args.timeout)
     except FallbackError as exc:
         print(f"failover: {name}: {exc}", file=sys.stderr)
+        _attempts_table(args, exc.attempts)
         if args.json:
             _print_json(failure_json(exc, exc.attempts))
         return EXIT_FAILED
@@ -232,6 +344,7 @@ async def _run_agent(config: Config, name: str, prompt: str, args: argparse.Name
         _print_json(result_json(result))
     else:
         print(result.text)
+    _attempts_table(args, result.attempts)
     return EXIT_OK
 
 
@@ -278,16 +391,21 @@ async def _run_workflow(
 
 def _check(args: argparse.Namespace) -> int:
     config = _load(args.file)
-    for line in check_summary(config):
-        print(line)
+    tables = Tables(args.tables)
+    if tables.rich:
+        print(f"ok: {config.path}")
+        tables.table(CHECK_HEADER, check_rows(config))
+    else:
+        for line in check_summary(config):
+            print(line)
     if not args.ping:
         return EXIT_OK
     if args.timeout <= 0:
         raise _Usage(f"--timeout {args.timeout}: must be > 0 seconds")
     rows = asyncio.run(ping_all(config.providers, config.provider_types, args.timeout))
     print()
-    for line in ping_table(rows):
-        print(line)
+    styles = ["green" if r.ok else "red" for r in rows]
+    tables.table(PING_HEADER, ping_rows(rows), styles=styles)
     failed = [r.provider for r in rows if not r.ok]
     if failed:
         print(f"\n{len(failed)} of {len(rows)} provider(s) failed: {', '.join(failed)}")
@@ -295,14 +413,10 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from providers.simulated import main as simulate
-
-    argv = ["--host", args.host, "--port", str(args.port)]
-    if args.script:
-        argv += ["--script", args.script]
-    return simulate(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _attempts_table(args: argparse.Namespace, attempts: Sequence[Attempt]) -> None:
+    """With rich tables on, every attempt of a run, on stderr: stdout keeps only the answer."""
+    choice = args.tables or ("rich" if sys.stdout.isatty() else "plain")
+    tables = Tables(choice, file=sys.stderr)
+    if tables.rich and attempts and not args.json:
+        styles = ["green" if a.ok else "red" for a in attempts]
+        tables.table(ATTEMPT_HEADER, attempt_rows(attempts), title="attempts", styles=styles)

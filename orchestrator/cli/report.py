@@ -12,22 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import (
-    InvalidOutput,
-    ProviderTimeout,
-    TerminalError,
-    TransientError,
-    UnusableError,
-)
+from orchestrator.errors import meaning
 from orchestrator.types import Attempt, Request, Result, Usage
 
 __all__ = [
+    "CHECK_HEADER",
+    "PING_HEADER",
     "PingRow",
     "attempt_json",
+    "check_rows",
     "check_summary",
     "error_json",
+    "failure_json",
     "ping_all",
-    "ping_table",
+    "ping_rows",
     "result_json",
 ]
 
@@ -96,18 +94,29 @@ def failure_json(error: BaseException, attempts: Sequence[Attempt] = ()) -> dict
     }
 
 
-def check_summary(config: Any) -> list[str]:
-    """Lines describing what a loaded chain file declares."""
-    lines = [f"ok: {config.path}"]
-    types = config.provider_types
-    if config.providers:
-        lines.append("  providers: " + ", ".join(f"{n} ({types.get(n, '?')})" for n in types))
+CHECK_HEADER = ("declares", "name", "detail")
+
+
+def check_rows(config: Any) -> list[tuple[str, str, str]]:
+    """What a loaded chain file declares, as rows under :data:`CHECK_HEADER`:
+    each provider with its type, each agent with its chain, each workflow's size."""
+    rows = [("provider", name, kind) for name, kind in config.provider_types.items()]
     for name, agent in config.agents.items():
-        chain = " -> ".join(c.name for c in agent.children)
-        lines.append(f"  agent {name}: {chain}")
+        rows.append(("agent", name, " -> ".join(c.name for c in agent.children)))
     for name, wf in config.workflows.items():
         steps = sum(len(getattr(n, "steps", (n,))) for p in wf.phases for n in p.nodes)
-        lines.append(f"  workflow {name}: {len(wf.phases)} phase(s), {steps} step(s)")
+        rows.append(("workflow", name, f"{len(wf.phases)} phase(s), {steps} step(s)"))
+    return rows
+
+
+def check_summary(config: Any) -> list[str]:
+    """The rows of :func:`check_rows` as plain lines, after ``ok: PATH``."""
+    rows = check_rows(config)
+    lines = [f"ok: {config.path}"]
+    providers = [f"{name} ({kind})" for what, name, kind in rows if what == "provider"]
+    if providers:
+        lines.append("  providers: " + ", ".join(providers))
+    lines += [f"  {what} {name}: {detail}" for what, name, detail in rows if what != "provider"]
     return lines
 
 
@@ -127,17 +136,12 @@ class PingRow:
 
 
 def _kind(error: BaseException) -> str:
-    if isinstance(error, ProviderTimeout | TimeoutError):
+    """ "timeout", else the taxonomy family the error's class names, else "error"."""
+    means = meaning(error)
+    if means is not None and means.reason == "timeout":
         return "timeout"
-    for cls, label in (
-        (TransientError, "transient"),
-        (UnusableError, "unusable"),
-        (InvalidOutput, "invalid_output"),
-        (TerminalError, "terminal"),
-    ):
-        if isinstance(error, cls):
-            return label
-    return "error"
+    kind = getattr(error, "kind", None)
+    return kind if kind in ("transient", "unusable", "invalid_output", "terminal") else "error"
 
 
 async def _ping(name: str, kind: str, provider: Any, timeout: float) -> PingRow:
@@ -164,13 +168,9 @@ async def ping_all(
     )
 
 
-def ping_table(rows: Sequence[PingRow]) -> list[str]:
-    """The health table as aligned plain-text lines."""
-    header = ("provider", "type", "result", "latency", "detail")
-    body = [(r.provider, r.type, r.kind, f"{r.latency * 1000:.0f} ms", r.error or "") for r in rows]
-    widths = [max(len(row[i]) for row in (header, *body)) for i in range(4)]
-    out = []
-    for row in (header, *body):
-        cells = [row[i].ljust(widths[i]) for i in range(4)]
-        out.append("  ".join([*cells, row[4]]).rstrip())
-    return out
+PING_HEADER = ("provider", "type", "result", "latency", "detail")
+
+
+def ping_rows(rows: Sequence[PingRow]) -> list[tuple[str, ...]]:
+    """The ping results as table rows under :data:`PING_HEADER`."""
+    return [(r.provider, r.type, r.kind, f"{r.latency * 1000:.0f} ms", r.error or "") for r in rows]

@@ -1,23 +1,25 @@
 """Turn a validated chain file into the objects Python code builds.
 
-Providers become ``OpenAIChat``/``AnthropicMessages``/... (imported only when
-the file uses them), agents become ``FallbackAgent`` s (nested agents built
-first, cycles refused) and workflows become ``Workflow`` s. Every reference
-is checked here, and every error names what does exist.
+Providers are built by their type's spec (``ProviderSpec.build``), agents
+become ``FallbackAgent`` s (nested agents built first, cycles refused) and
+workflows become ``Workflow`` s. Every reference is checked here, and every
+error names what does exist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.config.hooks import callable_at as _callable
 from orchestrator.config.hooks import import_object
 from orchestrator.config.hooks import matcher as _matcher
 from orchestrator.config.problems import ConfigError, Path, Problem, field_path
-from orchestrator.config.schema import AgentSpec, ChildSpec, FileSpec, WorkflowSpec
-from orchestrator.config.scrub import EnvValues, constructor_problem, endpoint_problem
+from orchestrator.config.schema import AgentSpec, ChainSpec, ChildSpec, WorkflowSpec
+from orchestrator.config.scrub import EnvValues, constructor_problem
 from orchestrator.config.source import Source
+from orchestrator.config.spec import given
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.policy import RetryPolicy
 
@@ -26,124 +28,33 @@ __all__ = ["build_agents", "build_providers", "build_workflows", "import_object"
 _HOOKS = ("on_fallback", "on_retry", "on_all_failed", "before_fallback", "accept", "best_effort")
 
 
-def _given(**kwargs: Any) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if v is not None}
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What a provider type's ``build`` may ask of the chain file (a ``BuildContext``)."""
+
+    src: Source
+    name: str
+
+    def hook(self, field: str, value: str) -> Callable[..., Any]:
+        return _callable(self.src, ("providers", self.name, field), value)
 
 
-def _provider(src: Source, name: str, spec: Any) -> Any:
-    kind = spec.type
-    where: Path = ("providers", name)
-    if kind in ("openai", "anthropic", "gemini"):
-        import providers
-        from orchestrator.secrets import Secret
+def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, Any]:
+    """Every declared provider, built by its spec; ``ConfigError`` listing every problem.
 
-        cls = {
-            "openai": providers.OpenAIChat,
-            "anthropic": providers.AnthropicMessages,
-            "gemini": providers.GeminiGenerate,
-        }[kind]
-        extra = _given(
-            max_tokens_param=getattr(spec, "max_tokens_param", None),
-            max_tokens=getattr(spec, "max_tokens", None),
-            anthropic_version=getattr(spec, "anthropic_version", None),
-        )
-        return cls(
-            spec.model,
-            name=name,
-            allow_insecure_http=spec.allow_insecure_http,
-            **_given(
-                base_url=spec.base_url,
-                api_key=None if spec.api_key is None else Secret(spec.api_key),
-                timeout=spec.timeout,
-                max_response_bytes=spec.max_response_bytes,
-                price=spec.price,
-                extra_headers=spec.headers,
-            ),
-            **extra,
-        )
-    if kind == "http":
-        from providers import HTTPFallback
-
-        return HTTPFallback(
-            spec.url,
-            name=name,
-            allow_insecure_http=spec.allow_insecure_http,
-            **_given(
-                headers=spec.headers,
-                timeout=spec.timeout,
-                max_response_bytes=spec.max_response_bytes,
-                price=spec.price,
-            ),
-        )
-    if kind == "function":
-        from providers import FunctionProvider
-
-        fn = _callable(src, (*where, "path"), spec.path)
-        return FunctionProvider(fn, name=name, run_in_thread=spec.run_in_thread)
-    return _cli_provider(src, name, spec)
-
-
-def _cli_provider(src: Source, name: str, spec: Any) -> Any:
-    import providers.cli as cli
-
-    where: Path = ("providers", name)
-    common = _given(
-        cwd=spec.cwd,
-        env=spec.env,
-        timeout=spec.timeout,
-        idle_timeout=spec.idle_timeout,
-        max_output_bytes=spec.max_output_bytes,
-        classify=None
-        if spec.classify is None
-        else _callable(src, (*where, "classify"), spec.classify),
-    )
-    if spec.type == "cli":
-        parse = None if spec.parse is None else _callable(src, (*where, "parse"), spec.parse)
-        return cli.CLIAgent(spec.argv, name=name, **_given(parse=parse), **common)
-    own = spec.model_dump(
-        exclude={"type", "cwd", "env", "timeout", "idle_timeout", "max_output_bytes", "classify"}
-        | set(_policy_keys()),
-        exclude_none=True,
-    )
-    cls = {"claude_code": cli.ClaudeCode, "codex": cli.Codex, "gemini_cli": cli.GeminiCLI}[
-        spec.type
-    ]
-    return cls(name=name, **own, **common)
-
-
-def _policy_keys() -> tuple[str, ...]:
-    from orchestrator.config.schema import POLICY_FIELDS
-
-    return tuple(POLICY_FIELDS)
-
-
-def build_providers(src: Source, spec: FileSpec, env: EnvValues) -> dict[str, Any]:
-    """Every declared provider, constructed; ``ConfigError`` listing every provider's problem.
-
-    Endpoint URLs are checked first (at their own field); a constructor's
-    error is located at the field it names, with environment values scrubbed.
+    The specs have checked every rule they know, each at its own field; an
+    error only a constructor knows is reported at the provider, scrubbed of
+    environment values.
     """
     out: dict[str, Any] = {}
     problems: list[Problem] = []
     for name, pspec in spec.providers.items():
-        where: Path = ("providers", name)
-        problem = endpoint_problem(src, name, pspec, env)
-        if problem is not None:
-            problems.append(problem)
-            continue
         try:
-            out[name] = _provider(src, name, pspec)
+            out[name] = pspec.build(_Context(src, name))
         except ConfigError as exc:
             problems.extend(exc.problems)
         except (ValueError, TypeError) as exc:
-            problems.append(constructor_problem(src, where, exc, _raw(src.data, where), env))
-        except ImportError as exc:
-            problems.append(
-                src.problem(
-                    (*where, "type"),
-                    f"type {pspec.type!r} needs a module that cannot be imported here: {exc}",
-                )
-            )
+            problems.append(constructor_problem(src, ("providers", name), exc, env))
     if problems:
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
@@ -166,7 +77,7 @@ def _names(items: Mapping[str, Any]) -> str:
 
 
 def build_agents(
-    src: Source, spec: FileSpec, built: Mapping[str, Any], env: EnvValues
+    src: Source, spec: ChainSpec, built: Mapping[str, Any], env: EnvValues
 ) -> dict[str, FallbackAgent]:
     """Every agent as a ``FallbackAgent``; nested agents first, cycles refused."""
     for name in spec.agents:
@@ -193,7 +104,7 @@ def build_agents(
 
 def _child(
     src: Source,
-    spec: FileSpec,
+    spec: ChainSpec,
     path: Path,
     child: ChildSpec,
     built: Mapping[str, Any],
@@ -224,7 +135,7 @@ def _child(
 
 def _agent(
     src: Source,
-    spec: FileSpec,
+    spec: ChainSpec,
     name: str,
     aspec: AgentSpec,
     built: Mapping[str, Any],
@@ -247,8 +158,8 @@ def _agent(
             try:
                 policies[node.name] = RetryPolicy(**{**defaults, **own})
             except (ValueError, TypeError) as exc:
-                raise ConfigError([constructor_problem(src, cpath, exc, None, env)]) from None
-    hooks = {
+                raise ConfigError([constructor_problem(src, cpath, exc, env)]) from None
+    hooks: dict[str, Any] = {
         h: _callable(src, (*where, h), getattr(aspec, h))
         for h in _HOOKS
         if getattr(aspec, h) is not None
@@ -268,7 +179,7 @@ def _agent(
             mid_stream=aspec.mid_stream,
             escalate_on_guardrail=aspec.escalate_on_guardrail,
             health=aspec.health or None,
-            **_given(
+            **given(
                 max_retries=aspec.max_retries,
                 retry_strategy=aspec.retry_strategy,
                 retry_delay=aspec.retry_delay,
@@ -279,13 +190,15 @@ def _agent(
             **hooks,
         )
     except (ValueError, TypeError) as exc:
-        raise ConfigError(
-            [constructor_problem(src, where, exc, _raw(src.data, where), env)]
-        ) from None
+        raise ConfigError([constructor_problem(src, where, exc, env)]) from None
 
 
 def build_workflows(
-    src: Source, spec: FileSpec, agents: Mapping[str, Any], built: Mapping[str, Any], env: EnvValues
+    src: Source,
+    spec: ChainSpec,
+    agents: Mapping[str, Any],
+    built: Mapping[str, Any],
+    env: EnvValues,
 ) -> dict[str, Any]:
     """Every workflow as a ``Workflow``; each step's ``agent`` names an agent or a provider."""
     if not spec.workflows:
@@ -299,7 +212,7 @@ def build_workflows(
             out[name] = Workflow(*phases, name=name)
         except (ValueError, TypeError) as exc:
             where: Path = ("workflows", name)
-            raise ConfigError([constructor_problem(src, where, exc, None, env)]) from None
+            raise ConfigError([constructor_problem(src, where, exc, env)]) from None
     return out
 
 

@@ -16,25 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from orchestrator.config import registry
 from orchestrator.config.problems import ConfigError, Path, Problem
 from orchestrator.config.source import Source
+from orchestrator.config.spec import EnvStr
 from orchestrator.secrets import KEY_SHAPED as _KEY_SHAPED
 
-__all__ = ["KEY_ENV", "EnvStr", "check_secrets", "expand_env"]
-
-
-class EnvStr(str):
-    """A string produced by ``${VAR}`` expansion (so it may be converted to a number).
-
-    The environment only holds strings; the schema converts an ``EnvStr`` to
-    the number or boolean a field needs, and nothing else.
-    """
-
-    __slots__ = ()
-
-
-#: The environment variable to suggest for a provider type's ``api_key``.
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+__all__ = ["check_secrets", "expand_env"]
 
 _REF = re.compile(r"\$\$\{|\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
@@ -119,6 +107,15 @@ def check_secrets(src: Source) -> None:
         raise ConfigError(problems)
 
 
+def _key_env(kind: Any) -> str | None:
+    """The variable provider type ``kind`` reads its key from (None when unknown)."""
+    try:
+        spec = registry.load(kind) if isinstance(kind, str) else None
+    except Exception:  # the type's own error is reported by validation
+        return None
+    return None if spec is None else spec.key_env
+
+
 def _suggest(src: Source, path: Path) -> str:
     if len(path) >= 2 and path[0] == "providers":
         providers = src.data.get("providers")
@@ -126,7 +123,7 @@ def _suggest(src: Source, path: Path) -> str:
         kind = spec.get("type") if isinstance(spec, Mapping) else None
         stem = re.sub(r"[^A-Za-z0-9_]", "_", str(path[1])).upper()
         if path[-1] == "api_key":
-            return KEY_ENV.get(str(kind), f"{stem}_API_KEY")
+            return _key_env(kind) or f"{stem}_API_KEY"
         if len(path) == 3 and path[-1] in ("url", "base_url"):
             return f"{stem}_{str(path[-1]).upper()}"
         if len(path) >= 3 and path[-2] == "headers":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path as FsPath
 from typing import Any
@@ -57,11 +57,12 @@ def import_object(src: Source, path: Path, spec: str) -> Any:
     return obj
 
 
-def callable_at(src: Source, path: Path, spec: str) -> Any:
+def callable_at(src: Source, path: Path, spec: str) -> Callable[..., Any]:
+    """The callable named by ``spec``; ``ConfigError`` at ``path`` when it is not one."""
     obj = import_object(src, path, spec)
     if not callable(obj):
         raise src.error(path, f"{spec!r} is a {type(obj).__name__}, not a callable")
-    return obj
+    return obj  # type: ignore[no-any-return]
 
 
 def matcher(src: Source, path: Path, objs: list[Any]) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.errors import FailoverError
+
 __all__ = ["ConfigError", "Problem", "field_path"]
 
 Path = tuple[str | int, ...]
@@ -37,7 +39,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class ConfigError(ValueError):
+class ConfigError(FailoverError, ValueError):
     """The chain file cannot be used; ``str(err)`` lists every problem, one per line.
 
     Each line reads ``FILE:LINE: FIELD.PATH: what is wrong and what is allowed``

@@ -18,6 +18,12 @@ from typing import Any
 
 import yaml
 
+from orchestrator.config.limits import (
+    BoundedYamlLoader,
+    check_data_depth,
+    check_toml_nesting,
+    read_capped,
+)
 from orchestrator.config.problems import ConfigError, Path, Problem
 
 __all__ = ["Source", "read_source"]
@@ -49,12 +55,7 @@ def read_source(path: str | FsPath) -> Source:
         raise ConfigError(
             [Problem(label, None, (), f"unknown extension {p.suffix!r}; use .yaml, .yml or .toml")]
         )
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([Problem(label, None, (), "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([Problem(label, None, (), f"cannot read: {exc}")]) from None
+    text = read_capped(p, label)
     data, locate = _parse_toml(label, text) if suffix == ".toml" else _parse_yaml(label, text)
     if data is None:
         data = {}
@@ -77,9 +78,12 @@ def read_source(path: str | FsPath) -> Source:
 
 
 def _parse_yaml(label: str, text: str) -> tuple[Any, Locator]:
+    loader = BoundedYamlLoader(text, label)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = loader.get_single_node()  # the nodes keep their positions, for lines
+        if root is not None:
+            _check_duplicates(label, root)  # first: constructing flattens merge keys in place
+        data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -87,8 +91,8 @@ def _parse_yaml(label: str, text: str) -> tuple[Any, Locator]:
         raise ConfigError([Problem(label, line, (), f"invalid YAML: {what}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([Problem(label, None, (), f"invalid YAML: {exc}")]) from None
-    if root is not None:
-        _check_duplicates(label, root)
+    finally:
+        loader.dispose()
 
     def locate(path: Path) -> int | None:
         return _yaml_line(root, path)
@@ -128,7 +132,8 @@ def _yaml_line(root: yaml.Node | None, path: Path) -> int | None:
     line = node.start_mark.line + 1
     for part in path:
         if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
+            # Constructing put merged (<<) entries first: the mapping's own key is the last.
+            for key, value in reversed(node.value):
                 if isinstance(key, yaml.ScalarNode) and key.value == str(part):
                     line, node = key.start_mark.line + 1, value
                     break
@@ -154,6 +159,7 @@ _KEY = re.compile(
 
 
 def _parse_toml(label: str, text: str) -> tuple[Any, Locator]:
+    check_toml_nesting(label, text)  # tomllib recurses once per bracket
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -173,6 +179,13 @@ def _parse_toml(label: str, text: str) -> tuple[Any, Locator]:
                 return found
         return None
 
+    def locate_under(path: Path) -> int | None:
+        # A path too deep to be written out is inside a longer dotted key or header.
+        return locate(path) or min(
+            (n for k, n in lines.items() if k[: len(path)] == path), default=None
+        )
+
+    check_data_depth(label, data, locate_under)  # dotted keys and headers nest without brackets
     return data, locate
 
 

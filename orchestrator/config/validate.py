@@ -3,7 +3,8 @@
 pydantic's messages ("Input should be 'a', 'b' or 'c'") are rewritten into the
 house shape: the field path, the bad value and what is allowed, on the
 line the value was written. Values that came from the environment or sit in
-a secret field are never printed.
+a secret field are never printed. Each provider entry is validated by the
+spec its ``type`` registered (see ``registry``), the rest by ``FileSpec``.
 """
 
 from __future__ import annotations
@@ -17,28 +18,87 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from orchestrator.config import registry
 from orchestrator.config.problems import ConfigError, Path, Problem
-from orchestrator.config.schema import PROVIDER_TYPES, FileSpec
-from orchestrator.config.scrub import show_value
+from orchestrator.config.schema import ChainSpec, FileSpec
+from orchestrator.config.scrub import EnvValues
 from orchestrator.config.source import Source
+from orchestrator.config.spec import ProviderSpec
 
 __all__ = ["validate"]
 
 
-def validate(
-    src: Source, data: dict[str, Any], env_paths: Mapping[Path, tuple[str, ...]]
-) -> FileSpec:
-    """``FileSpec`` from expanded ``data``; ``ConfigError`` listing every problem."""
+def validate(src: Source, env: EnvValues) -> ChainSpec:
+    """The file's specs from the expanded data; ``ConfigError`` listing every problem.
+
+    The file's own shape is checked by ``FileSpec``; each provider entry by
+    the spec its ``type`` registered (so only the types used are imported).
+    """
+    data = env.data
+    problems: list[Problem] = []
     try:
-        return FileSpec.model_validate(data)
+        file = FileSpec.model_validate(data)
     except ValidationError as exc:
-        problems: list[Problem] = []
-        for err in exc.errors(include_url=False):
-            problem = _problem(src, data, env_paths, err)
-            if problem not in problems:
-                problems.append(problem)
+        file = None
+        problems += _problems(src, env, exc, FileSpec, data, ())
+    providers: dict[str, ProviderSpec] = {}
+    raw = data.get("providers")
+    for name, entry in raw.items() if isinstance(raw, Mapping) else ():
+        if isinstance(name, str) and name and isinstance(entry, Mapping):
+            spec = _provider(src, env, name, entry, problems)
+            if spec is not None:
+                providers[name] = spec
+    if problems or file is None:
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
-        raise ConfigError(problems) from None
+        raise ConfigError(problems)
+    return ChainSpec(providers, file.agents, file.workflows)
+
+
+def _provider(
+    src: Source, env: EnvValues, name: str, entry: Mapping[str, Any], out: list[Problem]
+) -> ProviderSpec | None:
+    """Provider ``name``'s entry validated by its type's spec (problems go to ``out``)."""
+    where: Path = ("providers", name, "type")
+    kind = entry.get("type")
+    if "type" not in entry:
+        out.append(src.problem(where, f"is required but missing; give one of {registry.listing()}"))
+        return None
+    if not isinstance(kind, str) or kind not in registry.names():
+        shown = env.show(where, kind)
+        out.append(src.problem(where, f"{shown} is not one of {registry.listing()}"))
+        return None
+    try:
+        spec = registry.load(kind)
+    except ImportError as exc:
+        message = f"type {kind!r} needs a module that cannot be imported here: {exc}"
+        out.append(src.problem(where, message))
+        return None
+    except Exception as exc:
+        out.append(src.problem(where, f"type {kind!r} cannot be loaded: {exc}"))
+        return None
+    assert spec is not None  # kind is a registered name
+    try:
+        return spec.model_validate(entry)
+    except ValidationError as exc:
+        out += _problems(src, env, exc, spec, entry, where[:2])
+        return None
+
+
+def _problems(
+    src: Source,
+    env: EnvValues,
+    exc: ValidationError,
+    root: type[BaseModel],
+    data: Any,
+    prefix: Path,
+) -> list[Problem]:
+    """pydantic's errors for ``data`` (validated by ``root``, found at ``prefix``) as problems."""
+    out: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        problem = _problem(src, env, err, root, data, prefix)
+        if problem not in out:
+            out.append(problem)
+    return out
 
 
 def _clean_loc(data: Any, loc: tuple[str | int, ...]) -> Path:
@@ -92,13 +152,14 @@ def _expected(text: str) -> str:
 
 
 def _problem(
-    src: Source, data: Any, env_paths: Mapping[Path, tuple[str, ...]], err: ErrorDetails
+    src: Source, env: EnvValues, err: ErrorDetails, root: type[BaseModel], data: Any, at: Path
 ) -> Problem:
-    path = _clean_loc(data, tuple(err["loc"]))
+    rel = _clean_loc(data, tuple(err["loc"]))
+    path = (*at, *rel)
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    shown = show_value(path, value, env_paths)
+    shown = env.show(path, value)
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(data, path[:-1])
+        allowed = _allowed_keys(root, data, rel[:-1])
         near = difflib.get_close_matches(str(path[-1]), allowed, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         message = f"unknown key{hint}; allowed here: {', '.join(allowed)}"
@@ -106,18 +167,13 @@ def _problem(
         message = "is required but missing"
     elif kind == "literal_error":
         message = f"{shown} is not one of {_expected(str(ctx.get('expected', '')))}"
-    elif kind in ("union_tag_invalid", "union_tag_not_found"):
-        path = (*path, "type")
-        expected = ", ".join(PROVIDER_TYPES)
-        message = (
-            f"{show_value(path, ctx.get('tag'), env_paths)} is not one of {expected}"
-            if kind == "union_tag_invalid"
-            else f"is required but missing; give one of {expected}"
-        )
+    elif kind == "value_problem":
+        message = f"{shown} {env.scrub(str(ctx.get('problem', err['msg'])), at)}"
     elif kind == "string_pattern_mismatch":
         message = f"{shown} is not an import path; write 'package.module:name'"
     elif kind == "value_error":
-        message = str(ctx.get("error", err["msg"]))
+        # A spec's own words may quote a value, which may hold a secret (value_problem too).
+        message = env.scrub(str(ctx.get("error", err["msg"])), at)
     elif kind in ("greater_than_equal", "greater_than"):
         op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
         bound = f"{bound:g}" if isinstance(bound, int | float) else bound
@@ -145,9 +201,9 @@ def _problem(
     return src.problem(path, message)
 
 
-def _allowed_keys(data: Any, path: Path) -> list[str]:
-    """The keys the model at ``path`` accepts (walking the FileSpec annotations)."""
-    tp: Any = FileSpec
+def _allowed_keys(root: type[BaseModel], data: Any, path: Path) -> list[str]:
+    """The keys the model at ``path`` accepts (walking ``root``'s annotations)."""
+    tp: Any = root
     node = data
     for part in path:
         tp = _unwrap(tp, node)

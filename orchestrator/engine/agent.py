@@ -1,6 +1,6 @@
 """FallbackAgent: try children in priority order, retry each under its policy, fall over.
 
-This module holds the public node; the per-run machinery lives in ``_engine.py``.
+This module holds the public node; one run of it lives in :mod:`orchestrator.engine.run`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.classify import Classifier, ErrorMatcher
-from orchestrator.engine.run import Run
+from orchestrator.engine.run import ChainChild, ProviderChild, Run
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
@@ -49,8 +49,6 @@ class FallbackAgent:
     A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
     """
-
-    _is_chain = True  # marks nested chains for the engine without an import cycle
 
     def __init__(
         self,
@@ -87,6 +85,12 @@ class FallbackAgent:
             policy, max_retries, retry_strategy, retry_delay, max_delay, jitter
         )
         self.policies = _child_policies(self.children, self.policy, policies or {})
+        # How the engine tries each child: a nested chain runs inside the run, a provider
+        # is called and retried.
+        self.members: tuple[ChainChild | ProviderChild, ...] = tuple(
+            ChainChild(c) if isinstance(c, FallbackAgent) else ProviderChild(c, p)
+            for c, p in zip(self.children, self.policies, strict=True)
+        )
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
@@ -302,7 +306,7 @@ def _child_policies(
             raise ValueError(f"policies: {key!r} names no child; children are {names}")
         if not isinstance(pol, RetryPolicy):
             raise TypeError(f"policies[{key!r}]: expected RetryPolicy, got {type(pol).__name__}")
-        if getattr(children[names.index(key)], "_is_chain", False):
+        if isinstance(children[names.index(key)], FallbackAgent):
             raise ValueError(
                 f"policies: {key!r} is a nested FallbackAgent, which is never retried as a whole; "
                 "set the policy on that agent (policy= or its own policies=)"

@@ -4,26 +4,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
-from orchestrator.errors import (
-    CircuitOpen,
-    FallbackError,
-    GuardrailTriggered,
-    HookError,
-    InvalidOutput,
-    Overloaded,
-    ProviderError,
-    ProviderTimeout,
-    RateLimited,
-    Rejected,
-    ResponseTooLarge,
-    TerminalError,
-    TransientError,
-    UnusableError,
-)
+from orchestrator.errors import GuardrailTriggered, describe, meaning
 
-__all__ = ["ErrorMatcher", "Classifier", "matcher", "reason_of"]
+__all__ = ["ErrorMatcher", "Classifier", "describe", "matcher", "reason_of"]
 
 ErrorMatcher = (
     type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
@@ -51,13 +36,12 @@ def matcher(spec: ErrorMatcher | None, field: str) -> Callable[[BaseException], 
 class Classifier:
     """Decides, for one agent, what a failure means.
 
-    Defaults follow the taxonomy: transient errors, invalid output (but not
-    ``Rejected`` or ``ResponseTooLarge``) and any exception outside the taxonomy
-    are retried; every non-terminal error is
-    handed over when retries end; terminal errors, hook errors and nested
-    ``FallbackError`` are never retried. ``retry_on`` replaces the retry set,
+    Defaults are the taxonomy's own: each class's ``retried`` and ``hands_over``
+    (see :mod:`orchestrator.errors`). ``retry_on`` replaces the retry set,
     ``fallback_on`` replaces the hand-over set (an error in neither is raised
-    as is). A ``HookError`` always stops the run.
+    as is), except for the classes that are not ``overridable``: a ``HookError``
+    always stops the run, an exhausted nested chain always hands over, neither
+    is retried. ``escalate_on_guardrail`` hands a guardrail refusal over.
     """
 
     __slots__ = ("_fallback_on", "_retry_on", "escalate_on_guardrail")
@@ -75,54 +59,29 @@ class Classifier:
 
     def retryable(self, error: BaseException) -> bool:
         """Whether ``error`` may be retried on the same child (policy permitting)."""
-        # Cancellation (any BaseException), hook errors and exhausted nested chains are
-        # never retried, whatever a user predicate says.
-        if not isinstance(error, Exception) or isinstance(error, HookError | FallbackError):
+        # Cancellation, hook errors and exhausted nested chains are never retried,
+        # whatever a user predicate says: their classes are not ``overridable``.
+        means = meaning(error)
+        if means is None:
             return False
-        if self._retry_on is not None:
+        if means.overridable and self._retry_on is not None:
             return bool(self._retry_on(error))
-        if isinstance(error, ProviderError):
-            return isinstance(error, TransientError | InvalidOutput) and not isinstance(
-                error, Rejected | ResponseTooLarge
-            )
-        return True
+        return means.retried
 
     def hands_over(self, error: BaseException) -> bool:
         """Whether ``error`` (not retried, or retries spent) passes the call to the next child."""
-        if isinstance(error, HookError) or not isinstance(error, Exception):
+        means = meaning(error)
+        if means is None:
             return False
-        if isinstance(error, FallbackError):
-            return True  # a nested chain that is exhausted always hands over
-        if self._fallback_on is not None:
+        if means.overridable and self._fallback_on is not None:
             return bool(self._fallback_on(error))
-        if isinstance(error, GuardrailTriggered):
-            return self.escalate_on_guardrail
-        return not isinstance(error, TerminalError)
+        if self.escalate_on_guardrail and isinstance(error, GuardrailTriggered):
+            return True  # the user's opt-in: ask another vendor after a refusal
+        return means.hands_over
 
 
 def reason_of(error: BaseException | None, default: str = "error") -> str:
     """The documented hand-over reason for an error (see ``orchestrator.REASONS``)."""
-    if error is None:
-        return default
-    if isinstance(error, RateLimited):
-        return "rate_limited"
-    if isinstance(error, Overloaded):
-        return "overloaded"
-    if isinstance(error, ProviderTimeout | TimeoutError):
-        return "timeout"
-    if isinstance(error, Rejected):
-        return "rejected"
-    if isinstance(error, InvalidOutput):
-        return "invalid_output"
-    if isinstance(error, CircuitOpen):
-        return "circuit_open"
-    if isinstance(error, UnusableError):
-        return "unusable"
-    if isinstance(error, TerminalError):
-        return "terminal"
-    return default
-
-
-def describe(error: BaseException) -> dict[str, Any]:
-    """A safe summary of an error (type and kind only), for hand-over payloads."""
-    return {"error_type": type(error).__name__, "error_kind": getattr(error, "kind", "transient")}
+    means = None if error is None else meaning(error)
+    reason = None if means is None else means.reason
+    return default if reason is None else reason

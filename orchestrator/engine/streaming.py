@@ -1,22 +1,25 @@
-"""Streaming runs: text chunks as they arrive, with the same retries and hand-overs as ``run``."""
+"""Streaming runs: text chunks as they arrive, with the same retries and hand-overs as ``run``.
+
+:class:`StreamRun` is the consumer's side (the queue, the task); how each attempt
+streams into the queue is the run's :class:`~orchestrator.engine.delivery.Streamed`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from orchestrator.engine.attempt import AttemptRunner
+from orchestrator.engine.delivery import Streamed
 from orchestrator.engine.run import Run
-from orchestrator.errors import StreamInterrupted
-from orchestrator.types import Attempt, Request, Response, Result
+from orchestrator.tasks import cancel_and_wait
+from orchestrator.types import Attempt, Request, Result
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
 
-__all__ = ["StreamRun", "stream_call"]
+__all__ = ["StreamRun"]
 
 _END: Any = object()
 
@@ -31,7 +34,11 @@ class StreamRun:
     """
 
     def __init__(
-        self, agent: FallbackAgent, request: Request, mode: str, timeout: float | timedelta | None
+        self,
+        agent: FallbackAgent,
+        request: Request,
+        mode: Literal["raise", "continue"],
+        timeout: float | timedelta | None,
     ) -> None:
         self._agent = agent
         self._request = request
@@ -42,9 +49,8 @@ class StreamRun:
         self._task: asyncio.Task[Result] | None = None
 
     async def __aenter__(self) -> StreamRun:
-        self._run = Run.start(
-            self._agent, self._request, None, self._timeout, sink=self._queue, mode=self._mode
-        )
+        delivery = Streamed(self._queue, self._mode)
+        self._run = Run.start(self._agent, self._request, None, self._timeout, delivery)
         self._task = asyncio.create_task(self._drive(self._run))
         return self
 
@@ -76,9 +82,7 @@ class StreamRun:
     ) -> None:
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)  # the consumer's own cancellation still propagates
         elif task is not None and not task.cancelled():
             task.exception()  # mark retrieved: the consumer already saw it or left early
 
@@ -92,29 +96,4 @@ class StreamRun:
     @property
     def attempts(self) -> tuple[Attempt, ...]:
         """Every attempt so far (also after a failure)."""
-        return tuple(self._run.attempts) if self._run is not None else ()
-
-
-async def stream_call(run: AttemptRunner, child: Any, request: Request) -> Response:
-    """Stream one attempt of ``child`` into the run's queue; return the final Response."""
-    sink = run.sink
-    assert sink is not None
-    stream = getattr(child, "stream", None)
-    if stream is None:
-        response: Response = await child.complete(request)
-        if response.text:
-            run.delivered.append(response.text)
-            sink.put_nowait(response.text)
-        return response
-    final: Response | None = None
-    agen = stream(request)
-    async with contextlib.aclosing(agen):
-        async for item in agen:
-            if isinstance(item, Response):
-                final = item
-            elif item:
-                run.delivered.append(item)
-                sink.put_nowait(item)
-    if final is None:
-        raise StreamInterrupted("stream ended without its final message", provider=child.name)
-    return final
+        return tuple(self._run.log.attempts) if self._run is not None else ()

@@ -2,14 +2,15 @@
 
 The CLIs wrap their API's errors in their own words. :func:`error_for` reads a
 status when one is known (structured output first, then a status found in the
-text) and refines it with the message, exactly as the HTTP providers do:
-401/403 -> AuthenticationFailed, 429 -> RateLimited (QuotaExhausted when the
-message is about quota or billing and is not a short-window limit: a quota
-message with a retry delay, a per-minute quota id or ``rate_limit_exceeded``
+text) through the HTTP providers' own table (:mod:`providers.http.errors`): a
+vendor error code in the text (``insufficient_quota``, ``overloaded_error``,
+``FAILED_PRECONDITION``...) decides first, then the message refines a 400, 422
+or 429 (quota or billing -> QuotaExhausted unless it is a short-window limit: a
+quota message with a retry delay, a per-minute quota id or ``rate_limit_exceeded``
 is still RateLimited, unless it names ``insufficient_quota``, a per-day quota,
-the credit balance or a billing hard limit), 529 or "overloaded" -> Overloaded, 5xx ->
-ServerError, "prompt is too long" -> ContextWindowExceeded, other 400s ->
-InvalidRequest. With no status, recognisable messages are matched alone.
+the credit balance or a billing hard limit; "prompt is too long" ->
+ContextWindowExceeded; a bad key, an unknown model), and the status decides the
+rest. With no status, recognisable messages are matched alone.
 
 Messages put into errors are clipped to their last ~300 characters and
 redacted: no environment value and no prompt text may leak into an error.
@@ -17,6 +18,7 @@ redacted: no environment value and no prompt text may leak into an error.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -25,7 +27,6 @@ from orchestrator.errors import (
     ConnectionFailed,
     ContextWindowExceeded,
     GuardrailTriggered,
-    InvalidRequest,
     ModelNotFound,
     Overloaded,
     ProviderError,
@@ -35,7 +36,8 @@ from orchestrator.errors import (
     StreamInterrupted,
     TransientError,
 )
-from providers.http.errors import retry_hint
+from providers.http.errors import CONTEXT_WINDOW, ERROR_CODES, code_class, status_class
+from providers.http.retry_after import retry_hint
 
 __all__ = ["Redactor", "classify_exit", "error_for", "find_status", "retry_after_in"]
 
@@ -51,10 +53,11 @@ _STREAM_CUT = re.compile(
     r"|stream ended (?:before|without)|unexpected end of (?:the )?stream",
     re.I,
 )
-_CONTEXT = re.compile(
-    r"prompt is too long|context[_ ]length|context window|maximum context|too many tokens"
-    r"|input token count.{0,80}exceeds|reduce the length of (?:the|your) (?:messages|prompt)",
-    re.I | re.S,
+#: The table's vendor error codes, as words in a CLI's message (any ``billing_*`` too).
+_CODES = re.compile(
+    r"\b("
+    + "|".join(sorted(map(re.escape, ERROR_CODES), key=len, reverse=True))
+    + r"|billing_[a-z_]+)\b"
 )
 _QUOTA = re.compile(
     r"insufficient[_ ]quota|exceeded your current quota|quota exceeded|credit balance"
@@ -138,6 +141,8 @@ def retry_after_in(text: str) -> float | None:
         return None
     value, unit = matches[-1].group(1), matches[-1].group(2)
     seconds = float(value)
+    if not math.isfinite(seconds):  # "retryDelay": "999...9s" overflows: no hint
+        return None
     return seconds / 1000.0 if unit and unit.lower() == "ms" else seconds
 
 
@@ -161,35 +166,39 @@ def _quota_or_rate(
     return QuotaExhausted(msg, provider=provider, status=status)
 
 
+def _code_in(text: str) -> type[ProviderError] | None:
+    """The class the first vendor error code named in ``text`` decides, if any."""
+    match = _CODES.search(text)
+    return None if match is None else code_class(match.group(1))
+
+
+def _refine_400(text: str) -> type[ProviderError] | None:
+    """What a 400 or 422 is, when its message says more than "bad request"."""
+    for pattern, cls in (
+        (CONTEXT_WINDOW, ContextWindowExceeded),
+        (_AUTH, AuthenticationFailed),  # Gemini: 400 API_KEY_INVALID
+        (_MODEL, ModelNotFound),
+    ):
+        if pattern.search(text):
+            return cls
+    return None
+
+
 def _from_status(status: int, text: str, provider: str, msg: str) -> ProviderError:
-    if status in (401, 403):
-        return AuthenticationFailed(msg, provider=provider, status=status)
-    if status == 402:
-        return QuotaExhausted(msg, provider=provider, status=status)
-    if status in (400, 429) and _QUOTA.search(text):
+    decided = _code_in(text)
+    if decided is None and status in (400, 429) and _QUOTA.search(text):
         return _quota_or_rate(text, provider, msg, status)
-    if status == 429:
+    if decided is None and status in (400, 422):
+        decided = _refine_400(text)
+    cls = status_class(status) if decided is None else decided
+    if cls is RateLimited:
         return RateLimited(msg, provider=provider, status=status, retry_after=retry_after_in(text))
-    if status == 413 or (status in (400, 422) and _CONTEXT.search(text)):
-        return ContextWindowExceeded(msg, provider=provider, status=status)
-    if status == 404:
-        return ModelNotFound(msg, provider=provider, status=status)
-    if status in (400, 422):
-        if _AUTH.search(text):  # Gemini: 400 API_KEY_INVALID
-            return AuthenticationFailed(msg, provider=provider, status=status)
-        if _MODEL.search(text):
-            return ModelNotFound(msg, provider=provider, status=status)
-        return InvalidRequest(msg, provider=provider, status=status)
-    if status == 529 or (status >= 500 and _OVERLOADED.search(text)):
-        return Overloaded(msg, provider=provider, status=status)
-    if status >= 500 or status in (408, 409):
-        return ServerError(msg, provider=provider, status=status)
-    return TransientError(msg, provider=provider, status=status)
+    return cls(msg, provider=provider, status=status)
 
 
 _FIRST: tuple[tuple[re.Pattern[str], type[ProviderError]], ...] = (
     (_GUARDRAIL, GuardrailTriggered),
-    (_CONTEXT, ContextWindowExceeded),
+    (CONTEXT_WINDOW, ContextWindowExceeded),
 )
 _AFTER_QUOTA: tuple[tuple[re.Pattern[str], type[ProviderError]], ...] = (
     (_AUTH, AuthenticationFailed),
@@ -199,6 +208,9 @@ _AFTER_QUOTA: tuple[tuple[re.Pattern[str], type[ProviderError]], ...] = (
 
 
 def _from_text(text: str, provider: str, msg: str) -> ProviderError | None:
+    decided = _code_in(text)
+    if decided is not None:
+        return decided(msg, provider=provider)
     for pattern, cls in _FIRST:
         if pattern.search(text):
             return cls(msg, provider=provider)

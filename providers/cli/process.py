@@ -112,8 +112,11 @@ async def _kill_group(proc: asyncio.subprocess.Process, grace: float) -> None:
     """SIGTERM the group, SIGKILL whatever is left after ``grace``, then reap the leader."""
     if proc.returncode is None:
         _signal_group(proc.pid, signal.SIGTERM)
+        # asyncio.timeout, not wait_for: 3.11's wait_for drops a cancellation of the caller
+        # that arrives in the iteration the child exits.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), grace)
+            async with asyncio.timeout(grace):
+                await proc.wait()
     _signal_group(proc.pid, signal.SIGKILL)
     await proc.wait()
 
@@ -204,9 +207,9 @@ async def run_process(
         await _drain(proc, pumps)
     except BaseException:
         cleanup = asyncio.ensure_future(_kill_group(proc, kill_grace))
-        # Cancelled again while cleaning up: the shielded cleanup still runs to the end.
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(cleanup)
+        # Cancelled while cleaning up: the shielded cleanup still runs to the end, and the
+        # caller's cancellation propagates (it outranks a ProviderTimeout on its way out).
+        await asyncio.shield(cleanup)
         raise
     finally:
         for task in (*pumps, feeder, waiter):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
+from orchestrator.config.spec import BuildContext
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
@@ -28,8 +29,9 @@ from providers.http.base import (
 )
 from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_gemini_error
+from providers.http.spec import VendorSpec
 
-__all__ = ["GeminiGenerate"]
+__all__ = ["GeminiGenerate", "GeminiSpec"]
 
 _BLOCKED = frozenset(
     {
@@ -220,3 +222,17 @@ def dig_code(data: Mapping[str, Any]) -> int:
     err = data.get("error")
     code = err.get("code") if isinstance(err, Mapping) else None
     return code if isinstance(code, int) and 400 <= code <= 599 else 500
+
+
+# -- the chain file's ``type: gemini`` ---------------------------------------------
+
+
+class GeminiSpec(VendorSpec):
+    """``type: gemini`` in a chain file: a :class:`GeminiGenerate`."""
+
+    order = 30
+    key_env = GeminiGenerate.env_vars[0]
+    type: Literal["gemini"]
+
+    def build(self, ctx: BuildContext) -> GeminiGenerate:
+        return GeminiGenerate(self.model, name=ctx.name, **self.vendor_kwargs())

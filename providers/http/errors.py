@@ -1,19 +1,25 @@
-"""Translate HTTP failures into :mod:`orchestrator.errors`: pure functions, one per wire format.
+"""The one status/message table, and the readers of each vendor's error replies.
+
+What an HTTP error status means (:data:`STATUS_CLASSES`, :func:`status_class`), which
+vendor error types and codes decide the class by themselves (:data:`ERROR_CODES`) and
+how a too-long prompt is worded (:data:`CONTEXT_WINDOW`) are written here once; the
+HTTP providers and the coding-agent CLI classifier both read them, so the same reply
+means the same whichever way it reaches us.
 
 Each ``map_*_error(status, headers, body, provider=...)`` takes the HTTP status,
 the reply headers and the parsed JSON body (``None`` when it was not JSON) and
 returns the error instance to raise; nothing here does I/O. The vendor's own
 message is kept (cut to 200 characters, key-shaped strings masked) because it
-tells the user what to fix; the request text never is.
+tells the user what to fix; the request text never is. The three vendor readers
+stay here, next to the table, rather than in their vendor modules: ``HTTPFallback``
+reads OpenAI-shaped errors too, and no vendor module may import another's.
 """
 
 from __future__ import annotations
 
-import email.utils
-import math
 import re
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from orchestrator.errors import (
@@ -32,9 +38,14 @@ from orchestrator.errors import (
     StreamInterrupted,
     UnusableError,
 )
-from orchestrator.secrets import Secret, redact_urls, scrub
+from providers.http.redact import Redacted, Secrets, redacted, short
+from providers.http.retry_after import finite_seconds, header, parse_retry_after, retry_hint
 
 __all__ = [
+    "CONTEXT_WINDOW",
+    "ERROR_CODES",
+    "STATUS_CLASSES",
+    "code_class",
     "error_fields",
     "header",
     "map_anthropic_error",
@@ -47,80 +58,94 @@ __all__ = [
     "redacted",
     "retry_hint",
     "short",
+    "status_class",
 ]
 
-MESSAGE_LIMIT = 200
+#: What an HTTP error status means when nothing more specific is known. Not listed:
+#: another 5xx is a ``ServerError``; another 4xx (405, 410, 418, 451, ...) says nothing
+#: about the request, only that this endpoint will not serve it, so it is an
+#: ``UnusableError``: not retried (the vendors' SDKs do not retry it either), handed over.
+STATUS_CLASSES: Mapping[int, type[ProviderError]] = MappingProxyType(
+    {
+        400: InvalidRequest,  # the request is malformed: every provider would refuse it
+        401: AuthenticationFailed,
+        402: QuotaExhausted,
+        403: AuthenticationFailed,
+        404: ModelNotFound,
+        408: ServerError,
+        409: ServerError,  # a conflict or lock that passes; OpenAI's, Anthropic's SDKs retry it
+        413: ContextWindowExceeded,
+        422: InvalidRequest,
+        429: RateLimited,
+        529: Overloaded,
+    }
+)
 
-Secrets = Secret | Iterable[Secret] | None
-"""What the mappers mask: one key, several secrets (key, URL and header credentials), or none."""
+#: Vendor error types and codes that decide the class whatever the status says
+#: (OpenAI ``code``/``type``, Anthropic ``error.type``, Gemini status and ErrorInfo reason).
+#: Any other ``billing_*`` code is a ``QuotaExhausted`` too.
+ERROR_CODES: Mapping[str, type[ProviderError]] = MappingProxyType(
+    {
+        "insufficient_quota": QuotaExhausted,
+        "billing_error": QuotaExhausted,
+        "context_length_exceeded": ContextWindowExceeded,
+        "request_too_large": ContextWindowExceeded,
+        "content_filter": GuardrailTriggered,
+        "content_policy_violation": GuardrailTriggered,
+        "model_not_found": ModelNotFound,
+        "invalid_api_key": AuthenticationFailed,
+        "API_KEY_INVALID": AuthenticationFailed,
+        "overloaded_error": Overloaded,
+        # "User location is not supported", "enable billing": not this request's fault,
+        # another region or vendor can serve it.
+        "FAILED_PRECONDITION": UnusableError,
+    }
+)
+
+#: How the vendors word "the prompt is too long for this model".
+CONTEXT_WINDOW = re.compile(
+    r"maximum context|context[_ ]length|context window|prompt is too long|exceed context limit"
+    r"|input token count.{0,80}exceeds|exceeds the maximum number of tokens|too many tokens"
+    r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+_DEFAULT_TEXT: Mapping[type[ProviderError], str] = MappingProxyType(
+    {
+        QuotaExhausted: "quota exhausted",
+        ContextWindowExceeded: "context too long",
+        GuardrailTriggered: "content filtered",
+        ModelNotFound: "model not found",
+        AuthenticationFailed: "invalid API key",
+        Overloaded: "overloaded",
+        UnusableError: "precondition failed",
+    }
+)
 
 
-def header(headers: Mapping[str, str], name: str) -> str | None:
-    """Header ``name`` (lower case) from any mapping, matching case-insensitively."""
-    value = headers.get(name)
-    if value is None:
-        for key, v in headers.items():
-            if key.lower() == name:
-                return v
-    return value
+def status_class(status: int) -> type[ProviderError]:
+    """The class an HTTP error ``status`` (400-599) means by itself: the table above."""
+    cls = STATUS_CLASSES.get(status)
+    if cls is not None:
+        return cls
+    return ServerError if 500 <= status <= 599 else UnusableError
 
 
-def short(text: str, *secrets: Secrets) -> str:
-    """``text`` with secrets masked, on one line, cut to about 200 characters."""
-    text = " ".join(scrub(text, *secrets).split())
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+def code_class(*codes: str) -> type[ProviderError] | None:
+    """The class the first decisive vendor error type or code among ``codes`` means."""
+    for code in codes:
+        cls = ERROR_CODES.get(code)
+        if cls is None and code.startswith("billing_"):
+            cls = QuotaExhausted
+        if cls is not None:
+            return cls
+    return None
 
 
-class Redacted(Exception):
-    """What a project error chains as ``__cause__`` in place of a library's exception:
-    the type name and a masked, cut message, and nothing else.
-
-    Never chain the library's exception itself: aiohttp's ``ClientResponseError``
-    holds the request headers (the key), ``JSONDecodeError.doc`` the whole body,
-    and either could reach a log through ``repr``, pickle or a traceback. Raise the
-    project error *outside* the ``except`` block, or ``__context__`` keeps the original.
-    """
-
-
-def redacted(exc: BaseException, *secrets: Secrets) -> Redacted:
-    """``exc`` described as a :class:`Redacted` (URLs cut, ``secrets`` masked, one line)."""
-    return Redacted(short(redact_urls(f"{type(exc).__name__}: {exc}"), *secrets))
-
-
-def _finite(text: str | None) -> float | None:
-    """``text`` as a finite float, else ``None`` ("nan" and "1e999" are no usable hint)."""
-    if text is None:
-        return None
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date).
-
-    ``None`` when neither header is present or parseable; never negative.
-    ``now`` (epoch seconds) is for tests; it defaults to ``time.time()``.
-    """
-    ms = _finite(header(headers, "retry-after-ms"))
-    if ms is not None:
-        return max(0.0, ms / 1000.0)
-    value = header(headers, "retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    delay = _finite(value)
-    if delay is not None:
-        return max(0.0, delay)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+def _decided(
+    cls: type[ProviderError], message: str | None, *, provider: str, status: int | None
+) -> ProviderError:
+    return cls(message or _DEFAULT_TEXT.get(cls, cls.__name__), provider=provider, status=status)
 
 
 def _status_reason(status: int) -> str:
@@ -129,7 +154,7 @@ def _status_reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
     except ValueError:
-        return "unexpected status"
+        return "overloaded" if status == 529 else "unexpected status"
 
 
 def map_status(
@@ -142,9 +167,8 @@ def map_status(
 ) -> ProviderError:
     """The error for ``status`` alone, when the body says nothing more specific.
 
-    408 and 5xx are transient (529 ``Overloaded``), 429 ``RateLimited`` with the
-    parsed Retry-After, 401/403 auth, 402 quota, 404 model, 413 context window,
-    other 4xx ``InvalidRequest``; 1xx/3xx mean a wrong ``base_url``.
+    4xx and 5xx read :func:`status_class`; a 429 is ``RateLimited`` with the parsed
+    Retry-After; 1xx/3xx mean a wrong ``base_url``.
     """
     text = message or _status_reason(status)
     if 300 <= status <= 399:
@@ -154,27 +178,16 @@ def map_status(
             provider=provider,
             status=status,
         )
-    if status == 429:
+    if not 400 <= status <= 599:
+        return UnusableError(
+            f"{text}: unexpected HTTP status; check base_url", provider=provider, status=status
+        )
+    cls = status_class(status)
+    if cls is RateLimited:
         wait = parse_retry_after(headers)
         wait = retry_after if wait is None else wait
         return RateLimited(text, provider=provider, status=status, retry_after=wait)
-    if status == 529:
-        return Overloaded(text, provider=provider, status=status)
-    if status == 408 or 500 <= status <= 599:
-        return ServerError(text, provider=provider, status=status)
-    if status in (401, 403):
-        return AuthenticationFailed(text, provider=provider, status=status)
-    if status == 402:
-        return QuotaExhausted(text, provider=provider, status=status)
-    if status == 404:
-        return ModelNotFound(text, provider=provider, status=status)
-    if status == 413:
-        return ContextWindowExceeded(text, provider=provider, status=status)
-    if 400 <= status <= 499:
-        return InvalidRequest(text, provider=provider, status=status)
-    return UnusableError(
-        f"{text}: unexpected HTTP status; check base_url", provider=provider, status=status
-    )
+    return cls(text, provider=provider, status=status)
 
 
 def error_fields(body: Any) -> tuple[str, str, str]:
@@ -192,43 +205,9 @@ def error_fields(body: Any) -> tuple[str, str, str]:
     return str(message), str(etype), str(code)
 
 
-_OPENAI_QUOTA = {"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"}
 _OPENAI_QUOTA_TEXT = re.compile(
     r"exceeded your current quota|check your plan and billing details", re.IGNORECASE
 )
-_OPENAI_GUARDRAIL = {"content_filter", "content_policy_violation"}
-_CONTEXT_TEXT = re.compile(
-    r"maximum context length|context[_ ]length|context window|prompt is too long|"
-    r"exceed context limit|input token count .*exceeds|exceeds the maximum number of tokens|"
-    r"too many tokens|token limit",
-    re.IGNORECASE,
-)
-
-
-_UNIT = r"(?:ms|milliseconds?|h|hours?|m|mins?|minutes?|s|secs?|seconds?)(?![a-z])"
-_TRY_AGAIN = re.compile(
-    rf"(?:try again|retry)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*{_UNIT}\s*)+)", re.IGNORECASE
-)
-_DURATION_PART = re.compile(rf"(\d+(?:\.\d+)?)\s*({_UNIT})", re.IGNORECASE)
-
-
-def _unit_seconds(unit: str) -> float:
-    u = unit.lower()
-    if u.startswith(("ms", "milli")):
-        return 0.001
-    if u.startswith("h"):
-        return 3600.0
-    return 60.0 if u.startswith("m") else 1.0
-
-
-def retry_hint(message: str) -> float | None:
-    """Seconds from "Please try again in 20s" / "in 1.5s" / "in 300ms" / "in 1m30s" /
-    "retry after 5 seconds" (or None)."""
-    match = _TRY_AGAIN.search(message)
-    if match is None:
-        return None
-    parts = _DURATION_PART.findall(match.group(1))
-    return sum(float(n) * _unit_seconds(u) for n, u in parts)
 
 
 def map_openai_error(
@@ -250,9 +229,9 @@ def map_openai_error(
     """
     raw, etype, code = error_fields(body)
     message = short(raw, key) or None
-    kind = {etype, code}
-    if kind & _OPENAI_QUOTA or any(k.startswith("billing_") for k in kind):
-        return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
+    decided = code_class(code, etype)
+    if decided is QuotaExhausted:
+        return _decided(decided, message, provider=provider, status=status)
     if status == 429 or code == "rate_limit_exceeded":
         wait = parse_retry_after(headers)
         hint = retry_hint(raw)
@@ -265,16 +244,10 @@ def map_openai_error(
             status=status,
             retry_after=hint if wait is None else wait,
         )
-    if "context_length_exceeded" in kind or (status in (400, 413) and _CONTEXT_TEXT.search(raw)):
-        return ContextWindowExceeded(
-            message or "context too long", provider=provider, status=status
-        )
-    if kind & _OPENAI_GUARDRAIL:
-        return GuardrailTriggered(message or "content filtered", provider=provider, status=status)
-    if code == "model_not_found":
-        return ModelNotFound(message or "model not found", provider=provider, status=status)
-    if code == "invalid_api_key":
-        return AuthenticationFailed(message or "invalid API key", provider=provider, status=status)
+    if decided is None and status in (400, 413) and CONTEXT_WINDOW.search(raw):
+        decided = ContextWindowExceeded
+    if decided is not None:
+        return _decided(decided, message, provider=provider, status=status)
     return map_status(status, headers, message, provider=provider)
 
 
@@ -307,14 +280,14 @@ def map_anthropic_error(
     """
     raw, etype, _ = error_fields(body)
     message = short(raw, key) or None
-    low = raw.lower()
     code = status if status is not None else _ANTHROPIC_STATUS.get(etype, 500)
-    if "credit balance" in low or etype == "billing_error":
-        return QuotaExhausted(message or "billing error", provider=provider, status=status)
-    if etype == "overloaded_error" or code == 529:
-        return Overloaded(message or "overloaded", provider=provider, status=status)
-    if etype == "request_too_large" or (code in (400, 413) and _CONTEXT_TEXT.search(raw)):
-        return ContextWindowExceeded(message or "prompt too long", provider=provider, status=status)
+    decided = code_class(etype)
+    if "credit balance" in raw.lower():
+        decided = QuotaExhausted
+    elif decided is None and code in (400, 413) and CONTEXT_WINDOW.search(raw):
+        decided = ContextWindowExceeded
+    if decided is not None:
+        return _decided(decided, message, provider=provider, status=status)
     err = map_status(code, headers, message, provider=provider)
     err.status = status
     return err
@@ -332,13 +305,14 @@ def _gemini_details(body: Any) -> tuple[list[str], float | None, list[str]]:
             continue
         kind = str(item.get("@type", ""))
         if kind.endswith("QuotaFailure"):
-            for v in item.get("violations") or []:
+            violations = item.get("violations")
+            for v in violations if isinstance(violations, list) else []:
                 if isinstance(v, Mapping):
                     quota_ids.append(str(v.get("quotaId", "")))
         elif kind.endswith("RetryInfo"):
             match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)s\s*", str(item.get("retryDelay", "")))
             if match:
-                delay = float(match.group(1))
+                delay = finite_seconds(match.group(1))  # "9" * 400 is inf: no hint
         elif kind.endswith("ErrorInfo"):
             reasons.append(str(item.get("reason", "")))
     return quota_ids, delay, reasons
@@ -362,27 +336,26 @@ def map_gemini_error(
     message = short(raw, key) or None
     low = raw.lower()
     quota_ids, delay, reasons = _gemini_details(body)
-    if "API_KEY_INVALID" in reasons or "api key not valid" in low or "api key expired" in low:
-        return AuthenticationFailed(message or "invalid API key", provider=provider, status=status)
-    if _CONTEXT_TEXT.search(raw) and status in (400, 413):
-        return ContextWindowExceeded(message or "input too long", provider=provider, status=status)
-    if status == 429 or grpc_status == "RESOURCE_EXHAUSTED":
+    decided = code_class(*reasons, grpc_status)
+    if "api key not valid" in low or "api key expired" in low:
+        decided = AuthenticationFailed
+    elif decided is None and status in (400, 413) and CONTEXT_WINDOW.search(raw):
+        decided = ContextWindowExceeded
+    elif decided is None and (status == 429 or grpc_status == "RESOURCE_EXHAUSTED"):
         waits = parse_retry_after(headers)
         per_day = any("perday" in q.lower() for q in quota_ids)
         billing = "quota" in low and ("billing" in low or "plan" in low)
         no_wait = delay is None and waits is None
-        if per_day or "credits are depleted" in low or (billing and no_wait):
-            return QuotaExhausted(message or "quota exhausted", provider=provider, status=status)
-        return RateLimited(
-            message or "rate limited",
-            provider=provider,
-            status=status,
-            retry_after=waits if waits is not None else delay,
-        )
-    if grpc_status == "FAILED_PRECONDITION":
-        # "User location is not supported", "enable billing": not this request's fault, another
-        # region or vendor can serve it.
-        return UnusableError(message or "precondition failed", provider=provider, status=status)
+        if not (per_day or "credits are depleted" in low or (billing and no_wait)):
+            return RateLimited(
+                message or "rate limited",
+                provider=provider,
+                status=status,
+                retry_after=waits if waits is not None else delay,
+            )
+        decided = QuotaExhausted
+    if decided is not None:
+        return _decided(decided, message, provider=provider, status=status)
     return map_status(status, headers, message, provider=provider)
 
 

@@ -1,6 +1,6 @@
 """A real HTTP server on loopback speaking the OpenAI, Anthropic and Gemini wire formats.
 
-``server`` holds :class:`SimulatedServer` and the command line; ``faults`` what a
+``server`` holds :class:`SimulatedServer`; ``command`` the command line; ``faults`` what a
 request gets; ``script`` the script-file format; ``http11`` the HTTP/1.1 server;
 ``respond`` renders a fault; ``hostile`` the oversized and endless replies;
 ``wires/`` one module per wire format.
@@ -8,6 +8,8 @@ request gets; ``script`` the script-file format; ``http11`` the HTTP/1.1 server;
 
 from __future__ import annotations
 
-from providers.simulated.server import ROUTES, Fault, SimulatedServer, load_script, main
+from providers.simulated.command import main
+from providers.simulated.script import load_script
+from providers.simulated.server import ROUTES, Fault, SimulatedServer
 
 __all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]

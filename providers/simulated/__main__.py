@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from providers.simulated.server import main
+from providers.simulated.command import main
 
 sys.exit(main())

@@ -3,10 +3,12 @@
 Why not aiohttp.web: the simulator must stay far below the cost of the clients
 it serves in a benchmark (200 concurrent calls on two cores), and aiohttp's
 server spent about twice the CPU per request (127 vs 60 us at 200
-in flight, measured with bench/simulator_alone.py). Supported: keep-alive,
-Content-Length and chunked request bodies, one request at a time per connection
-(no pipelining concurrency), chunked responses for streams. Replies that need
-no waiting are written from ``data_received`` without creating a task.
+in flight, measured with bench/simulator_alone.py). Requests are parsed by
+llhttp through ``httptools`` (what uvicorn uses), so framing is strict: a bad
+Content-Length or chunk size is answered 400, ``Expect: 100-continue`` gets its
+interim reply. Supported: keep-alive, pipelining (answered one at a time, in
+order), Content-Length and chunked request bodies, chunked responses for streams.
+Replies that need no waiting are written from ``data_received`` without a task.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ import email.utils
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+import httptools
+
 __all__ = ["Exchange", "Handler", "HTTPServer"]
 
 _log = logging.getLogger("providers.simulated")
 _MAX_HEAD = 64 * 1024
+_MAX_PIPELINED = 64  # parsed requests waiting for their turn; reading pauses above
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 _REASONS[529] = "Site is overloaded"
 
@@ -56,7 +62,7 @@ def _head(status: int, headers: dict[str, str], framing: bytes) -> bytes:
 class Exchange:
     """One request and the means to answer it (a complete reply or a stream)."""
 
-    __slots__ = ("_conn", "body", "headers", "method", "path", "query")
+    __slots__ = ("_conn", "_keep_alive", "body", "headers", "method", "path", "query")
 
     def __init__(
         self,
@@ -66,8 +72,10 @@ class Exchange:
         query: dict[str, str],
         headers: dict[str, str],
         body: bytes,
+        keep_alive: bool = True,
     ) -> None:
         self._conn = conn
+        self._keep_alive = keep_alive
         self.method = method
         self.path = path
         self.query = query
@@ -113,13 +121,31 @@ class Exchange:
 Handler = Callable[[Exchange], Coroutine[Any, Any, None] | None]
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: the request line and headers exceed ``_MAX_HEAD``."""
+
+
 class _Connection(asyncio.Protocol):
+    """One client connection: llhttp (``httptools``) parses, replies go out in order.
+
+    Requests are answered one at a time; pipelined ones wait in ``_ready`` (reading
+    pauses while many wait). Bad framing is answered 400 (after the replies to the
+    requests before it) and the connection closed.
+    """
+
     def __init__(self, server: HTTPServer) -> None:
         self._server = server
-        self._buffer = bytearray()
+        self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._task: asyncio.Task[None] | None = None
-        self._close_after = False
+        self._ready: deque[Exchange] = deque()
+        self._error: tuple[int, str] | None = None  # answered once the queue drains
+        self._continue = False  # a request waits for "100 Continue" before its body
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._body: list[bytes] = []
+        self._head_size = 0
+        self._keep_alive = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -140,16 +166,75 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    # -- parser callbacks (httptools calls them from feed_data) ------------------------
+
+    def on_message_begin(self) -> None:
+        self._url, self._headers, self._body, self._head_size = b"", {}, [], 0
+
+    def on_url(self, url: bytes) -> None:
+        self._grow_head(len(url))
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._grow_head(len(name) + len(value))
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def _grow_head(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > _MAX_HEAD:
+            raise _HeadTooLarge
+
+    def on_headers_complete(self) -> None:
+        self._keep_alive = self._parser.should_keep_alive()
+        if self._headers.get("expect", "").lower() == "100-continue":
+            self._continue = True
+            if self._task is None and not self._ready:
+                self._send_continue()
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        target = self._url.decode("latin-1")
+        path, _, raw_query = target.partition("?")
+        if "%" in path:
+            path = unquote(path)
+        query = dict(parse_qsl(raw_query)) if raw_query else {}
+        method = self._parser.get_method().decode("latin-1")
+        body = b"".join(self._body)
+        self._ready.append(
+            Exchange(self, method, path, query, self._headers, body, self._keep_alive)
+        )
+        self._continue = False
+
+    # -- flow ----------------------------------------------------------------------------
+
     def data_received(self, data: bytes) -> None:
-        self._buffer += data
+        if self._error is not None:
+            return  # past bad framing nothing is parsed; the 400 is on its way
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._error = (400, "protocol upgrade not supported")
+        except httptools.HttpParserCallbackError as exc:
+            if not isinstance(exc.__context__, _HeadTooLarge):
+                raise
+            self._error = (431, "request head too large")
+        except httptools.HttpParserError as exc:
+            self._error = (400, f"malformed request: {exc}")
+        if len(self._ready) > _MAX_PIPELINED and self._transport is not None:
+            self._transport.pause_reading()
         if self._task is None:
             self._process()
 
     def _process(self) -> None:
         while self._transport is not None and not self._transport.is_closing():
-            exchange = self._parse()
-            if exchange is None:
+            if not self._ready:
+                self._idle()
                 return
+            exchange = self._ready.popleft()
+            if len(self._ready) == _MAX_PIPELINED:
+                self._transport.resume_reading()
             try:
                 pending = self._server.handler(exchange)
             except Exception:
@@ -159,15 +244,26 @@ class _Connection(asyncio.Protocol):
                 self._reject(500, "simulated server bug: see its log")
                 return
             if pending is not None:
-                self._task = asyncio.get_running_loop().create_task(self._finish(pending))
+                self._task = asyncio.get_running_loop().create_task(self._finish(pending, exchange))
                 return
-            self._after_reply()
+            self._after_reply(exchange)
 
-    def _after_reply(self) -> None:
-        if self._close_after and self._transport is not None:
+    def _idle(self) -> None:
+        """Every parsed request is answered: report bad framing, or invite a body."""
+        if self._error is not None:
+            self._reject(*self._error)
+        elif self._continue:
+            self._send_continue()
+
+    def _send_continue(self) -> None:
+        self._continue = False
+        self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _after_reply(self, exchange: Exchange) -> None:
+        if not exchange._keep_alive and self._transport is not None:
             self._transport.close()
 
-    async def _finish(self, pending: Coroutine[Any, Any, None]) -> None:
+    async def _finish(self, pending: Coroutine[Any, Any, None], exchange: Exchange) -> None:
         try:
             await pending
         except Exception:
@@ -176,48 +272,8 @@ class _Connection(asyncio.Protocol):
             return
         finally:
             self._task = None
-        self._after_reply()
-        if self._buffer:
-            self._process()
-
-    def _parse(self) -> Exchange | None:
-        buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > _MAX_HEAD:
-                self._reject(431, "request head too large")
-            return None
-        lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
-        try:
-            method, target, version = lines[0].split(" ", 2)
-        except ValueError:
-            self._reject(400, "malformed request line")
-            return None
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        start = end + 4
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            decoded = _dechunk(buffer, start)
-            if decoded is None:
-                return None
-            body, consumed = decoded
-        else:
-            length = int(headers.get("content-length") or 0)
-            if len(buffer) < start + length:
-                return None
-            body, consumed = bytes(buffer[start : start + length]), start + length
-        del buffer[:consumed]
-        connection = headers.get("connection", "").lower()
-        self._close_after = connection == "close" or (
-            version == "HTTP/1.0" and connection != "keep-alive"
-        )
-        path, _, raw_query = target.partition("?")
-        if "%" in path:
-            path = unquote(path)
-        query = dict(parse_qsl(raw_query)) if raw_query else {}
-        return Exchange(self, method, path, query, headers, body)
+        self._after_reply(exchange)
+        self._process()
 
     def _reject(self, status: int, reason: str) -> None:
         body = json.dumps({"error": reason}).encode()
@@ -227,27 +283,6 @@ class _Connection(asyncio.Protocol):
         )
         if self._transport is not None:
             self._transport.close()
-
-
-def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
-    """A chunked body from ``buffer[start:]`` and the bytes consumed, or None if incomplete."""
-    body = bytearray()
-    pos = start
-    while True:
-        eol = buffer.find(b"\r\n", pos)
-        if eol < 0:
-            return None
-        size = int(bytes(buffer[pos:eol]).split(b";", 1)[0], 16)
-        pos = eol + 2
-        if size == 0:
-            trailer_end = buffer.find(b"\r\n", pos)
-            if trailer_end < 0:
-                return None
-            return bytes(body), trailer_end + 2
-        if len(buffer) < pos + size + 2:
-            return None
-        body += buffer[pos : pos + size]
-        pos += size + 2
 
 
 class HTTPServer:

@@ -16,7 +16,7 @@ In a test (same event loop)::
 
 From synchronous code: ``with SimulatedServer.in_thread() as sim: ...`` (own
 thread and loop). Standalone: ``python -m providers.simulated --port 8787
---script faults.json`` (also ``failover simulate``).
+--script faults.json`` or ``failover simulate`` (see ``command``).
 
 Routes (``sim.url`` is ``http://127.0.0.1:PORT``):
 
@@ -52,12 +52,9 @@ HTTP: ``GET /_sim/counts``, ``POST /_sim/script`` (same format as the file),
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import signal
-import sys
 import threading
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
@@ -67,7 +64,7 @@ from typing import Any
 from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange, HTTPServer
 from providers.simulated.respond import parse_body, respond, send_json
-from providers.simulated.script import ROUTES, check_route, load_script, parse_script
+from providers.simulated.script import ROUTES, check_route, parse_script
 from providers.simulated.wires.anthropic import AnthropicWire
 from providers.simulated.wires.base import Wire
 from providers.simulated.wires.gemini import GeminiWire
@@ -75,7 +72,7 @@ from providers.simulated.wires.http import HTTPWire
 from providers.simulated.wires.openai import OpenAIWire
 from providers.simulated.wires.responses import ResponsesWire
 
-__all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]
+__all__ = ["ROUTES", "Fault", "SimulatedServer"]
 
 _WIRES: dict[str, Wire] = {
     "/openai/v1/chat/completions": OpenAIWire(),
@@ -348,55 +345,3 @@ class SimulatedServer:
             asyncio.run_coroutine_threadsafe(sim.stop(), loop).result(timeout=30)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(30)
-
-
-async def _serve(sim: SimulatedServer) -> None:
-    await sim.start()
-    print(f"simulated provider server on {sim.url}", flush=True)
-    print(f"  openai     {sim.openai_url}", flush=True)
-    print(f"  responses  {sim.openai_url}/responses", flush=True)
-    print(f"  anthropic  {sim.anthropic_url}", flush=True)
-    print(f"  gemini     {sim.gemini_url}", flush=True)
-    print(f"  http       {sim.http_url}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await sim.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the server until SIGINT/SIGTERM; 0 on a clean stop, 2 on bad arguments."""
-    parser = argparse.ArgumentParser(
-        prog="python -m providers.simulated",
-        description="Simulated OpenAI/Anthropic/Gemini server with scripted faults.",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8787, help="port (0 = any free one)")
-    parser.add_argument("--script", help="JSON file: route -> list of fault specs")
-    args = parser.parse_args(argv)
-    scripts: dict[str, list[Fault]] = {}
-    defaults: dict[str, Fault] = {}
-    if args.script:
-        try:
-            scripts, defaults = load_script(args.script)
-        except (OSError, ValueError) as exc:
-            print(f"error: --script {args.script}: {exc}", file=sys.stderr)
-            return 2
-    sim = SimulatedServer(host=args.host, port=args.port, script=scripts, defaults=defaults)
-    try:
-        asyncio.run(_serve(sim))
-    except KeyboardInterrupt:
-        return 0
-    except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

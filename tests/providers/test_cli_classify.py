@@ -32,7 +32,10 @@ from providers.cli.classify import Redactor, classify_exit, error_for, find_stat
         (429, "insufficient_quota", QuotaExhausted),
         (402, "", QuotaExhausted),
         (529, "", Overloaded),
-        (503, "The model is overloaded", Overloaded),
+        # The status decides, as over HTTP (a 503 "overloaded" body is a ServerError there;
+        # only 529 and Anthropic's overloaded_error are Overloaded): this row asserted the
+        # CLI path's drifted answer, Overloaded.
+        (503, "The model is overloaded", ServerError),
         (503, "", ServerError),
         (500, "", ServerError),
         (408, "", ServerError),

@@ -130,6 +130,54 @@ async def test_an_outer_timeout_cancels_cleanly(tmp_path: Path) -> None:
     assert await wait_dead(grandchild)
 
 
+async def test_a_cancellation_during_the_clean_up_after_a_timeout_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The idle timeout fires, the group is killed, ProviderTimeout is on its way out, and
+    # the caller is cancelled (a TaskGroup, an outer timeout) while the clean-up runs:
+    # the caller must see CancelledError, not carry on with a retryable ProviderTimeout.
+    from providers.cli import process as _cli_process
+
+    real = _cli_process._kill_group
+    callers: list[asyncio.Task[object] | None] = []
+
+    async def kill_group(proc: asyncio.subprocess.Process, grace: float) -> None:
+        callers.append(asyncio.current_task())
+        if len(callers) == 2:  # the clean-up pass: cancel the caller of complete()
+            outer = callers[0]
+            assert outer is not None
+            outer.cancel()
+        await real(proc, grace)
+
+    monkeypatch.setattr(_cli_process, "_kill_group", kill_group)
+    with pytest.raises(asyncio.CancelledError):
+        await agent("silent", "60", idle_timeout=0.3).complete(Request("hi"))
+    assert len(callers) == 2
+
+
+async def test_kill_group_does_not_lose_a_cancellation_that_races_the_exit() -> None:
+    # Python 3.11's asyncio.wait_for returns the result when the awaited thing finishes in
+    # the same loop iteration as the caller is cancelled, dropping the cancellation.
+    from providers.cli import process as _cli_process
+
+    exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Proc:
+        pid = 2**22 + 12345  # no such process group: the signals are no-ops
+        returncode = None
+
+        def wait(self) -> asyncio.Future[int]:
+            return exited
+
+    killing = asyncio.create_task(_cli_process._kill_group(Proc(), 5.0))  # type: ignore[arg-type]
+    for _ in range(3):
+        await asyncio.sleep(0)  # now waiting out the grace
+    exited.set_result(0)  # the child exits on SIGTERM...
+    killing.cancel()  # ...in the same iteration as the caller is cancelled
+    with pytest.raises(asyncio.CancelledError):
+        await killing
+
+
 async def test_output_over_the_cap_is_invalid_output_and_fully_drained() -> None:
     start = time.monotonic()
     with pytest.raises(InvalidOutput, match="max_output_bytes=1000") as info:

@@ -13,6 +13,7 @@ from orchestrator.types import Message, Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
+from providers.http.errors import Redacted
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 
@@ -373,7 +374,10 @@ async def test_http_fallback_headers_callable_failure_is_auth(sim: SimulatedServ
 
     with pytest.raises(E.AuthenticationFailed) as info:
         await HTTPFallback(sim.http_url, headers=broken).complete(Request("a"))
-    assert isinstance(info.value.__cause__, RuntimeError)
+    # Named, not chained: a token source's error may quote the credential it used.
+    assert isinstance(info.value.__cause__, Redacted)
+    assert "RuntimeError" in str(info.value.__cause__)
+    assert info.value.__context__ is None or isinstance(info.value.__context__, Redacted)
     assert sim.count("http") == 0
 
 

@@ -34,6 +34,7 @@ from orchestrator.health.model import (
 )
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
 from orchestrator.health.redis.scripts import BUCKETS
+from orchestrator.tasks import cancel_and_wait
 from orchestrator.units import seconds
 
 __all__ = ["RedisHealthStore"]
@@ -188,11 +189,12 @@ class RedisHealthStore:
             if self._wake is not None:
                 self._wake.set()
             try:
-                await asyncio.wait_for(asyncio.shield(task), self.timeout * 2)
-            except (TimeoutError, Exception):
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+                # asyncio.timeout, not wait_for: 3.11's wait_for can drop a cancellation that
+                # lands as the awaited task finishes.
+                async with asyncio.timeout(self.timeout * 2):
+                    await asyncio.shield(task)
+            except Exception:  # TimeoutError included
+                await cancel_and_wait(task)
 
     def __repr__(self) -> str:
         return f"RedisHealthStore({safe_url(self.url)!r}, key_prefix={self.key_prefix!r})"
@@ -245,7 +247,8 @@ class RedisHealthStore:
                         listener = asyncio.create_task(
                             listen(self.url, self._channel, self._wake_up)
                         )
-                    await asyncio.wait_for(self._tick(client, shas), self.timeout * 2)
+                    async with asyncio.timeout(self.timeout * 2):
+                        await self._tick(client, shas)
                     self._on_healthy()
                 except Exception as exc:  # any Redis or network failure: degrade, never raise
                     self._on_outage(exc)
@@ -276,9 +279,7 @@ class RedisHealthStore:
 
     async def _stop(self, client: Any, listener: asyncio.Task[None] | None) -> None:
         if listener is not None:
-            listener.cancel()
-            with contextlib.suppress(BaseException):
-                await listener
+            await cancel_and_wait(listener)
         await close_client(client)
 
     def _on_healthy(self) -> None:

@@ -1,0 +1,77 @@
+"""``load_config``: read, check and build a chain file (see the package docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config.build import build_agents, build_providers, build_workflows
+from orchestrator.config.env import check_secrets, expand_env
+from orchestrator.config.scrub import EnvValues
+from orchestrator.config.source import read_source
+from orchestrator.config.validate import validate
+from orchestrator.engine.agent import FallbackAgent
+
+__all__ = ["Config", "load_config"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded chain file: built providers, agents (``FallbackAgent``) and workflows by name.
+
+    ``provider_types`` maps each provider to its ``type`` in the file (for
+    tables such as ``failover check --ping``).
+    """
+
+    path: str
+    providers: dict[str, Any]
+    agents: dict[str, FallbackAgent]
+    workflows: dict[str, Any]
+    provider_types: dict[str, str] = field(default_factory=dict)
+
+    def agent(self, name: str | None = None) -> FallbackAgent:
+        """The agent called ``name``, or the only agent when ``name`` is None."""
+        if name is None:
+            if len(self.agents) == 1:
+                return next(iter(self.agents.values()))
+            raise KeyError(
+                f"{self.path} declares {len(self.agents)} agents "
+                f"({', '.join(self.agents) or 'none'}); name one"
+            )
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise KeyError(
+                f"{self.path}: no agent {name!r}; agents: {', '.join(self.agents) or '(none)'}"
+            ) from None
+
+    def __repr__(self) -> str:
+        return (
+            f"Config(path={self.path!r}, providers={list(self.providers)}, "
+            f"agents={list(self.agents)}, workflows={list(self.workflows)})"
+        )
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+    """Load, check and build a chain file; raises :class:`ConfigError` on any problem.
+
+    ``environ`` replaces ``os.environ`` for ``${VAR}`` expansion (for tests).
+    Hooks given as ``"package.module:function"`` are imported from the chain
+    file's directory, the working directory or the installed packages.
+    """
+    src = read_source(path)
+    check_secrets(src)
+    env = EnvValues(*expand_env(src, environ))
+    spec = validate(src, env)
+    built = build_providers(src, spec, env)
+    agents = build_agents(src, spec, built, env)
+    workflows = build_workflows(src, spec, agents, built, env)
+    return Config(
+        path=src.file,
+        providers=built,
+        agents=agents,
+        workflows=workflows,
+        provider_types={name: p.type for name, p in spec.providers.items()},
+    )

@@ -1,0 +1,133 @@
+"""How a run's text reaches the caller: all at once (``run``) or chunk by chunk (``stream``).
+
+The run is handed one delivery and asks it the few questions where the two
+differ: how to call a child, which text is the reply, and whether a failure
+may still be retried or handed over once text has left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, Literal
+
+from orchestrator.errors import Rejected, StreamInterrupted
+from orchestrator.types import Message, Request, Response
+
+__all__ = ["BUFFERED", "PREFIX_CHARS", "Buffered", "Delivery", "Streamed"]
+
+#: Request metadata key: how many streamed chars the hand-over request already carries
+#: as its trailing assistant message (so the hook's redaction of them is kept).
+PREFIX_CHARS = "stream_prefix_chars"
+
+
+class Buffered:
+    """The reply is delivered whole, with the Result: nothing leaves before the run ends."""
+
+    __slots__ = ()
+
+    def call(self, child: Any, request: Request) -> Awaitable[Response]:
+        """One call of ``child`` (its ``complete``)."""
+        out: Awaitable[Response] = child.complete(request)
+        return out
+
+    def for_hook(self, request: Request) -> Request:
+        """The hand-over request as ``before_fallback`` sees it."""
+        return request
+
+    def text(self, response: Response) -> str:
+        """The reply's text, as the Result holds it."""
+        return response.text
+
+    def committed(self, error: BaseException) -> bool:
+        """Whether text already left, so ``error`` can be neither retried nor handed over."""
+        return False
+
+    def push(self, text: str) -> None:
+        """A text the engine itself produced (Stop, best_effort): the Result carries it."""
+
+
+#: Buffered delivery holds no state: one instance serves every run.
+BUFFERED = Buffered()
+
+
+class Streamed:
+    """Chunks reach ``sink`` as they arrive; ``mode`` says what a failure after the first does.
+
+    ``"raise"``: the failure ends the run. ``"continue"``: the next attempt (or
+    child) is asked to continue from the text already delivered, sent as the
+    assistant's prefix, so the consumer never sees text twice.
+    """
+
+    __slots__ = ("delivered", "mode", "sink")
+
+    def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
+        self.sink, self.mode = sink, mode
+        self.delivered: list[str] = []
+
+    def call(self, child: Any, request: Request) -> Awaitable[Response]:
+        """One streamed call of ``child``, continuing from what was delivered if so asked."""
+        if self.delivered and self.mode == "continue":
+            request = self._with_prefix(request)
+        return self._stream(child, request)
+
+    def for_hook(self, request: Request) -> Request:
+        """With ``continue``, the streamed text leaves for the next provider too: show it to
+        ``before_fallback`` as the trailing assistant message, so it can be redacted."""
+        if not (self.delivered and self.mode == "continue"):
+            return request
+        prefix = "".join(self.delivered)
+        return request.replace(
+            messages=[*request.messages, Message("assistant", prefix)],
+            metadata={**request.metadata, PREFIX_CHARS: len(prefix)},
+        )
+
+    def text(self, response: Response) -> str:
+        """What the consumer received (the whole reply when nothing was streamed)."""
+        return "".join(self.delivered) if self.delivered else response.text
+
+    def committed(self, error: BaseException) -> bool:
+        """Text already reached the consumer and cannot be unsent: with ``raise`` any
+        failure ends the run; a refused complete reply is never a prefix to continue from."""
+        return bool(self.delivered) and (self.mode == "raise" or isinstance(error, Rejected))
+
+    def push(self, text: str) -> None:
+        """A text the engine itself produced (Stop, best_effort) reaches the consumer."""
+        if text:
+            self.delivered.append(text)
+            self.sink.put_nowait(text)
+
+    def _with_prefix(self, request: Request) -> Request:
+        text = "".join(self.delivered)
+        seen = request.metadata.get(PREFIX_CHARS)
+        msgs = list(request.messages)
+        if isinstance(seen, int) and msgs and msgs[-1].role == "assistant":
+            # before_fallback saw (and may have redacted) the prefix up to ``seen`` chars:
+            # keep its version and add only what was streamed since.
+            msgs[-1] = Message("assistant", msgs[-1].content + text[seen:])
+        else:
+            msgs.append(Message("assistant", text))
+        return request.replace(messages=msgs)
+
+    async def _stream(self, child: Any, request: Request) -> Response:
+        stream = getattr(child, "stream", None)
+        if stream is None:
+            response: Response = await child.complete(request)
+            self.push(response.text)
+            return response
+        final: Response | None = None
+        agen = stream(request)
+        async with contextlib.aclosing(agen):
+            async for item in agen:
+                if isinstance(item, Response):
+                    final = item
+                elif item:
+                    self.delivered.append(item)
+                    self.sink.put_nowait(item)
+        if final is None:
+            raise StreamInterrupted("stream ended without its final message", provider=child.name)
+        return final
+
+
+Delivery = Buffered | Streamed

@@ -1,0 +1,31 @@
+"""Stopping a task we own without swallowing the caller's own cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+__all__ = ["cancel_and_wait"]
+
+
+async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and wait until it has finished; absorb how it ended.
+
+    Use it to stop a task the caller owns (a stream's run, a background sync,
+    a listener) when its outcome no longer matters. The task's own
+    ``CancelledError`` and any error it ends with are absorbed. If the
+    *caller* is cancelled while waiting (a timeout, a TaskGroup), that is
+    re-raised: awaiting a task forwards the caller's cancellation into it, so
+    both surface as the same ``CancelledError`` and only the caller's count of
+    pending cancellations (``Task.cancelling()``) tells them apart.
+    """
+    task.cancel()
+    caller = asyncio.current_task()
+    pending = caller.cancelling() if caller is not None else 0
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        # A cancellation of the caller that arrives while the task is already done is
+        # thrown here too (never lost), so checking in this handler covers every case.
+        if caller is not None and caller.cancelling() > pending:
+            raise

@@ -1,0 +1,79 @@
+"""The chain-file keys every HTTP vendor type shares (``openai``, ``anthropic``, ``gemini``).
+
+Each vendor module subclasses :class:`VendorSpec` with its ``type`` and own
+keys, and builds its provider from :meth:`VendorSpec.vendor_kwargs`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationInfo, field_validator
+
+from orchestrator.config.spec import (
+    Flag,
+    Name,
+    PositiveFloat,
+    PositiveInt,
+    Price,
+    ProviderSpec,
+    given,
+    value_problem,
+)
+from orchestrator.secrets import Secret, endpoint_problem
+
+__all__ = ["FILE_OPT_IN", "VendorSpec", "check_url"]
+
+#: How a chain file allows plain http to another machine (the wording of the refusal).
+FILE_OPT_IN = "set allow_insecure_http: true on this provider"
+
+
+def check_url(url: str, info: ValidationInfo, *, allow_user_info: bool) -> str:
+    """``url`` when it may be an endpoint, under the entry's ``allow_insecure_http``.
+
+    ``allow_insecure_http`` must be declared before the URL field; when it is
+    itself invalid, its own error is enough and the URL is not checked.
+    """
+    if "allow_insecure_http" not in info.data:
+        return url
+    problem = endpoint_problem(
+        url,
+        allow_insecure_http=info.data["allow_insecure_http"],
+        allow_user_info=allow_user_info,
+        opt_in=FILE_OPT_IN,
+    )
+    if problem is not None:
+        raise value_problem(problem)
+    return url
+
+
+class VendorSpec(ProviderSpec):
+    """``model``, the endpoint, the key (from the environment) and the reply limits."""
+
+    allow_insecure_http: Flag = False
+    model: Name
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: PositiveFloat | None = None
+    max_response_bytes: PositiveInt | None = None
+    price: Price | None = None
+    headers: dict[str, str] | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint(cls, url: str | None, info: ValidationInfo) -> str | None:
+        return None if url is None else check_url(url, info, allow_user_info=False)
+
+    def vendor_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments every vendor provider takes, as the file set them."""
+        return {
+            "allow_insecure_http": self.allow_insecure_http,
+            **given(
+                base_url=self.base_url,
+                api_key=None if self.api_key is None else Secret(self.api_key),
+                timeout=self.timeout,
+                max_response_bytes=self.max_response_bytes,
+                price=self.price,
+                extra_headers=self.headers,
+            ),
+        }

@@ -1,0 +1,134 @@
+"""Prompts that cannot be sent as they are: lone surrogates, and stdin without end.
+
+The library refuses text that is not valid Unicode when a Request is built
+(before any provider is asked); the CLI, which reads bytes a user piped in,
+decodes them with U+FFFD replacement and caps how much it reads.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from orchestrator import FallbackAgent, Message, Request
+from orchestrator.cli.main import MAX_STDIN_BYTES, main
+from providers import FunctionProvider
+
+# -- the library: refused once, where a Request's text is validated ---------------------
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Request("caf\udce9"),  # what surrogateescape makes of a Latin-1 byte
+        lambda: Request(
+            messages=[{"role": "user", "content": "ok"}, {"role": "user", "content": "\ud800"}]
+        ),
+        lambda: Request("ok", system="be \udfff"),
+        lambda: Message("assistant", "x\udc80"),
+        lambda: Request("ok").replace(prompt="\udcff"),
+    ],
+)
+def test_lone_surrogates_are_refused_when_the_request_is_built(build: object) -> None:
+    with pytest.raises(ValueError, match=r"lone surrogate U\+D[89A-F][0-9A-F]{2} at index \d+"):
+        build()  # type: ignore[operator]
+
+
+def test_valid_unicode_of_every_width_is_accepted() -> None:
+    text = "plain ascii, café, 東京, emoji \U0001f600, replacement \ufffd"
+    assert Request(text, system=text).prompt == text
+
+
+async def test_a_prompt_with_a_lone_surrogate_never_reaches_a_provider() -> None:
+    calls: list[Request] = []
+
+    def fn(request: Request) -> str:
+        calls.append(request)
+        return "sent"
+
+    with pytest.raises(ValueError, match="lone surrogate"):
+        await FallbackAgent([FunctionProvider(fn)]).run("bad \udcff bytes")
+    assert calls == []
+
+
+# -- the CLI: bytes in, U+FFFD out; stdin capped ----------------------------------------
+
+
+@pytest.fixture
+def echo_chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    mod = f"echohooks_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{mod}.py").write_text("def echo(request):\n    return repr(request.prompt)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            providers:
+              fn: {{type: function, path: "{mod}:echo"}}
+            agents:
+              a: {{providers: [fn]}}
+            """
+        )
+    )
+    return path
+
+
+class CountingBytes(io.BytesIO):
+    """stdin's binary buffer, remembering how many bytes were asked of it."""
+
+    taken = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+
+def fake_stdin(data: bytes) -> tuple[io.TextIOWrapper, CountingBytes]:
+    raw = CountingBytes(data)
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape"), raw
+
+
+def test_undecodable_stdin_bytes_become_replacement_characters(
+    echo_chain: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stdin, _ = fake_stdin(b"caf\xe9 \xff ok\n")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["run", str(echo_chain), "-"]) == 0
+    assert capsys.readouterr().out == "'caf\ufffd \ufffd ok'\n"
+
+
+def test_undecodable_argv_bytes_become_replacement_characters(
+    echo_chain: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sys.argv holds undecodable bytes as lone surrogates (os.fsdecode, surrogateescape).
+    assert main(["run", str(echo_chain), "caf\udce9!"]) == 0
+    assert capsys.readouterr().out == "'caf\ufffd!'\n"
+
+
+def test_stdin_beyond_the_cap_is_refused_without_reading_it_all(
+    echo_chain: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stdin, raw = fake_stdin(b"a" * (MAX_STDIN_BYTES + 4096))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["run", str(echo_chain), "-"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"failover: error: stdin holds more than {MAX_STDIN_BYTES} bytes (8 MiB); "
+        "pass a shorter prompt (or a summary of it)\n"
+    )
+    assert raw.taken <= MAX_STDIN_BYTES + 1
+
+
+def test_stdin_at_the_cap_is_accepted(
+    echo_chain: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stdin, _ = fake_stdin(b"b" * MAX_STDIN_BYTES)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["run", str(echo_chain), "-"]) == 0
+    assert len(capsys.readouterr().out) == MAX_STDIN_BYTES + 3  # quotes and newline
