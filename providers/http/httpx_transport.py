@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 from providers.http.body import (
     DEFAULT_MAX_RESPONSE_BYTES,
-    BodyTooLarge,
     asking_gzip,
     bounded_chunks,
 )
-from providers.http.transport import RawReply, StreamReply, _as_transport_error
+from providers.http.transport import RawReply, ReadingBody, StreamReply, _as_transport_error
 
 if TYPE_CHECKING:
     import httpx
@@ -51,21 +50,13 @@ class _HttpxStream:
         return bounded_chunks(resp.aiter_raw(), encoding, self._max_bytes, self._deadline)
 
     async def read(self) -> bytes:
-        try:
+        with ReadingBody(self._url):
             return b"".join([data async for data in self._bounded()])
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        try:
+        with ReadingBody(self._url):
             async for data in self._bounded():
                 yield data
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
 
 class HttpxTransport:

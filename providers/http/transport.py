@@ -148,23 +148,33 @@ class _AiohttpStream:
         return self._resp.headers
 
     async def read(self) -> bytes:
-        try:
+        with ReadingBody(self._url):
             return await aiohttp_body(self._resp, self._max_bytes)
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
         resp = self._resp
         encoding = resp.headers.get("Content-Encoding")
-        try:
+        with ReadingBody(self._url):
             # The deadline is aiohttp's own total timeout (set for streams too).
             async for data in bounded_chunks(resp.content.iter_any(), encoding, self._max_bytes):
                 yield data
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
+
+
+class ReadingBody:
+    """``with ReadingBody(url):`` around reading a reply whose headers arrived: any
+    failure but ``BodyTooLarge`` (raised as is) becomes a ``TransportError`` with
+    ``after_headers=True``."""
+
+    __slots__ = ("_url",)
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, Exception) and not isinstance(exc, BodyTooLarge):
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
 
