@@ -170,3 +170,29 @@ def test_seconds_messages_name_field_value_and_rule() -> None:
         seconds_or_none(-1, "x", allow_zero=True)
     assert seconds_or_none(None, "x") is None
     assert seconds(timedelta(minutes=2), "x") == 120.0
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "path"),
+    [
+        ("provider", "timeout", ("providers", "a", "timeout")),
+        ("agent", "timeout", ("agents", "main", "timeout")),
+        ("agent", "retry_delay", ("agents", "main", "retry_delay")),
+    ],
+)
+@pytest.mark.parametrize("value", [".inf", ".nan", "-1"])
+def test_chain_file_refuses_the_same_values_at_their_key(
+    tmp_path: Any, where: str, key: str, path: tuple[str, ...], value: str
+) -> None:
+    from orchestrator.config import ConfigError, load_config
+
+    provider_extra = f"\n    {key}: {value}" if where == "provider" else ""
+    agent_extra = f"\n    {key}: {value}" if where == "agent" else ""
+    chain = tmp_path / "chain.yaml"
+    chain.write_text(
+        f"providers:\n  a:\n    type: openai\n    model: m{provider_extra}\n"
+        f"agents:\n  main:\n    providers: [a]{agent_extra}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(str(chain))
+    assert [p.path for p in info.value.problems] == [path]
