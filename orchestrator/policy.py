@@ -16,25 +16,12 @@ from tenacity import RetryCallState, Retrying
 from tenacity.wait import wait_base, wait_exponential, wait_fixed, wait_none
 
 from orchestrator.errors import RateLimited
+from orchestrator.units import seconds
 
-__all__ = ["STRATEGIES", "RetryPolicy", "seconds"]
+__all__ = ["STRATEGIES", "RetryPolicy"]
 
 STRATEGIES = ("exponential", "linear", "none")
 Strategy = Literal["exponential", "linear", "none"]
-
-
-def seconds(value: float | timedelta, field: str, *, allow_none: bool = False) -> float:
-    """Normalize a ``float | timedelta`` argument to float seconds, naming ``field`` on error."""
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(
-            f"{field}: expected seconds as a float or datetime.timedelta, "
-            f"got {type(value).__name__} {value!r}"
-        )
-    if value != value or value < 0:  # NaN or negative
-        raise ValueError(f"{field}: {value!r} is not allowed; use a number of seconds >= 0")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +73,11 @@ class RetryPolicy:
         s = object.__setattr__
         s(self, "max_retries", max_retries)
         s(self, "strategy", strategy)
-        s(self, "delay", seconds(delay, "retry_delay (RetryPolicy.delay)"))
-        s(self, "max_delay", seconds(max_delay, "max_delay"))
+        s(self, "delay", seconds(delay, "retry_delay (RetryPolicy.delay)", allow_zero=True))
+        s(self, "max_delay", seconds(max_delay, "max_delay", allow_zero=True))
         s(self, "jitter", jitter)
         s(self, "respect_retry_after", bool(respect_retry_after))
-        s(self, "max_retry_after", seconds(max_retry_after, "max_retry_after"))
+        s(self, "max_retry_after", seconds(max_retry_after, "max_retry_after", allow_zero=True))
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
         """The computed delay before retry ``retry_number`` (1-based), ignoring Retry-After.

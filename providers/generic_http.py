@@ -43,12 +43,12 @@ from orchestrator.secrets import (
     url_secrets,
 )
 from orchestrator.types import Request, Response, Usage
+from orchestrator.units import seconds
 from providers.http.base import (
     BAD_SHAPE,
     cost_of,
     load_json,
     parse_json,
-    seconds,
     tokens,
     validate_price,
 )
@@ -59,11 +59,9 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.client import (
-    Transport,
+    ClientHolder,
     TransportError,
-    preload_transport,
     shared_client,
-    to_transport,
 )
 from providers.http.errors import (
     Redacted,
@@ -109,7 +107,7 @@ def handover_payload(request: Request) -> dict[str, Any]:
     }
 
 
-class HTTPFallback:
+class HTTPFallback(ClientHolder):
     """POST the request to ``url`` and use the ``text`` of the JSON reply.
 
     ``headers`` is a dict or a sync/async callable returning one (called on
@@ -170,14 +168,12 @@ class HTTPFallback:
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self.name = name or f"http:{host}"
-        self.timeout = seconds(timeout, field="HTTPFallback.timeout")
+        self.timeout = seconds(timeout, "HTTPFallback.timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field="HTTPFallback.max_response_bytes"
         )
         self.price = validate_price(price, field="HTTPFallback.price")
-        self._transport: Transport | None = None if client is None else to_transport(client)
-        if client is None:
-            preload_transport()
+        self._use_client(client)
 
     def __repr__(self) -> str:
         return f"HTTPFallback(url={self._display!r}, name={self.name!r})"

@@ -152,6 +152,7 @@ def test_public_api_is_exactly_all() -> None:
         "workflow",
         "config",
         "cli",
+        "units",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

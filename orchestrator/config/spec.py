@@ -91,8 +91,13 @@ ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]
 Name = Annotated[str, Field(min_length=1)]
 NonNegativeInt = Annotated[int, Strict(), Field(ge=0), BeforeValidator(_env_number)]
 PositiveInt = Annotated[int, Strict(), Field(gt=0), BeforeValidator(_env_number)]
-NonNegativeFloat = Annotated[float, Strict(), Field(ge=0), BeforeValidator(_env_number)]
-PositiveFloat = Annotated[float, Strict(), Field(gt=0), BeforeValidator(_env_number)]
+# Finite, as orchestrator.units.seconds wants every time argument (None, not .inf, is "no limit").
+NonNegativeFloat = Annotated[
+    float, Strict(), Field(ge=0, allow_inf_nan=False), BeforeValidator(_env_number)
+]
+PositiveFloat = Annotated[
+    float, Strict(), Field(gt=0, allow_inf_nan=False), BeforeValidator(_env_number)
+]
 Flag = Annotated[bool, Strict(), BeforeValidator(_env_bool)]
 Price = tuple[NonNegativeFloat, NonNegativeFloat]
 

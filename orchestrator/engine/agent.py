@@ -8,15 +8,17 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.classify import Classifier, ErrorMatcher
 from orchestrator.engine.run import ChainChild, ProviderChild, Run
 from orchestrator.errors import FallbackError
-from orchestrator.policy import RetryPolicy, seconds
+from orchestrator.policy import RetryPolicy
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
+from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.streaming import StreamRun
@@ -92,10 +94,8 @@ class FallbackAgent:
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
-        self.timeout = None if timeout is None else _positive(timeout, "timeout")
-        self.attempt_timeout = (
-            None if attempt_timeout is None else _positive(attempt_timeout, "attempt_timeout")
-        )
+        self.timeout = seconds_or_none(timeout, "timeout")
+        self.attempt_timeout = seconds_or_none(attempt_timeout, "attempt_timeout")
         if (
             isinstance(schema_retries, bool)
             or not isinstance(schema_retries, int)
@@ -184,6 +184,39 @@ class FallbackAgent:
             )
         return {c.name: self.health_store.snapshot(c.name) for c in self.children}
 
+    # -- lifecycle: async with FallbackAgent(...) as agent / await agent.aclose() ----------
+
+    async def __aenter__(self) -> Self:
+        """Enter the children that have a lifecycle (``__aenter__`` and ``aclose``).
+
+        An entered HTTP provider opens its own connection pool until closed; a
+        nested agent enters its own children. If one child fails to enter, the
+        ones already entered are closed.
+        """
+        async with AsyncExitStack() as entered:
+            for child in self.children:
+                if hasattr(child, "__aenter__") and hasattr(child, "aclose"):
+                    await child.__aenter__()
+                    entered.push_async_callback(child.aclose)
+            entered.pop_all()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what the children opened: each child's ``aclose()``, the last child first.
+
+        Every child is closed even if one raises. A provider closes only what it
+        opened itself: never a user's ``client=``, never the event loop's shared
+        client; the health store is not the agent's to close either.
+        """
+        async with AsyncExitStack() as closing:
+            for child in self.children:
+                close = getattr(child, "aclose", None)
+                if callable(close):
+                    closing.push_async_callback(close)
+
     def __repr__(self) -> str:
         return f"FallbackAgent(name={self.name!r}, children={[c.name for c in self.children]!r})"
 
@@ -232,13 +265,6 @@ def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, 
             )
         seen[child.name] = i
     return tuple(children)
-
-
-def _positive(value: float | timedelta, field: str) -> float:
-    v = seconds(value, field)
-    if v <= 0:
-        raise ValueError(f"{field}: {value!r} must be > 0 seconds (or None for no limit)")
-    return v
 
 
 def _agent_policy(

@@ -21,8 +21,9 @@ from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.retrying import retry
 from orchestrator.errors import FallbackError, HookError, InvalidOutput, Rejected
-from orchestrator.policy import RetryPolicy, seconds
+from orchestrator.policy import RetryPolicy
 from orchestrator.types import Attempt, Request, Result, Stop
+from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -68,9 +69,7 @@ class Run:
         within: Run | None = None,
     ) -> Run:
         """A run of ``agent``; ``within`` is the outer run of a nested chain (its limits hold)."""
-        limit = agent.timeout if timeout is None else seconds(timeout, "timeout")
-        if limit is not None and limit <= 0:
-            raise ValueError(f"timeout: {timeout!r} must be > 0 seconds (or None for no limit)")
+        limit = agent.timeout if timeout is None else seconds_or_none(timeout, "timeout")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
             request = request.replace(

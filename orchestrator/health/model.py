@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, Protocol, runtime_checkable
 
+from orchestrator.units import seconds
+
 __all__ = [
     "Admission",
     "CircuitBreaker",
@@ -20,23 +22,6 @@ __all__ = [
 ]
 
 CircuitStateName = Literal["closed", "open", "half_open"]
-
-
-def _seconds(owner: str, name: str, value: float | timedelta, *, allow_zero: bool = False) -> float:
-    """Normalize a time argument (seconds or ``timedelta``) to float seconds, or raise naming it."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise TypeError(
-            f"{owner}: {name}={value!r} must be seconds (a float) or a datetime.timedelta"
-        )
-    lowest_ok = seconds >= 0 if allow_zero else seconds > 0
-    if not math.isfinite(seconds) or not lowest_ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{owner}: {name}={value!r} must be a finite number of seconds {bound}")
-    return seconds
 
 
 def _count(owner: str, name: str, value: object, *, minimum: int) -> int:
@@ -119,10 +104,10 @@ class CircuitBreaker:
             )
         object.__setattr__(self, "failure_threshold", threshold)
         object.__setattr__(self, "failure_ratio", ratio)
-        object.__setattr__(self, "window", _seconds(owner, "window", window))
+        object.__setattr__(self, "window", seconds(window, f"{owner}.window"))
         object.__setattr__(self, "min_calls", _count(owner, "min_calls", min_calls, minimum=1))
-        object.__setattr__(self, "cooldown", _seconds(owner, "cooldown", cooldown))
-        longest = _seconds(owner, "max_cooldown", max_cooldown)
+        object.__setattr__(self, "cooldown", seconds(cooldown, f"{owner}.cooldown"))
+        longest = seconds(max_cooldown, f"{owner}.max_cooldown")
         if longest < self.cooldown:
             raise ValueError(
                 f"{owner}: max_cooldown={max_cooldown!r} must be >= cooldown={cooldown!r}"
@@ -173,7 +158,7 @@ class RetryBudget:
     ) -> None:
         owner = "RetryBudget"
         object.__setattr__(self, "ratio", _fraction(owner, "ratio", ratio, low_open=False))
-        object.__setattr__(self, "window", _seconds(owner, "window", window))
+        object.__setattr__(self, "window", seconds(window, f"{owner}.window"))
         if (
             not isinstance(min_per_second, int | float)
             or isinstance(min_per_second, bool)

@@ -18,17 +18,16 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
 
 from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError, ResponseTooLarge
 from orchestrator.types import Request, Response
+from orchestrator.units import Seconds, seconds, seconds_or_none
 from providers.cli.classify import Redactor, classify_exit, clip
 from providers.cli.process import CLIOutput, run_process
 from providers.http.redact import Redacted
 
 __all__ = ["ENV_NAME", "CLIAgent", "CLIOutput", "ClassifyFn", "ParseFn", "Seconds", "render_prompt"]
 
-Seconds = float | timedelta
 ParseFn = Callable[[CLIOutput], Response | str]
 ClassifyFn = Callable[[CLIOutput], ProviderError | None]
 
@@ -40,17 +39,6 @@ _INSTALL_HINTS = {
     "codex": "npm install -g @openai/codex",
     "gemini": "npm install -g @google/gemini-cli",
 }
-
-
-def _seconds(field: str, value: Seconds | None, *, optional: bool) -> float | None:
-    if value is None:
-        if optional:
-            return None
-        raise ValueError(f"{field}: None is not allowed; give seconds (> 0)")
-    secs = value.total_seconds() if isinstance(value, timedelta) else float(value)
-    if not secs > 0:
-        raise ValueError(f"{field}: {value!r} must be > 0 seconds")
-    return secs
 
 
 def render_prompt(request: Request, *, include_system: bool = True) -> str:
@@ -103,9 +91,9 @@ class CLIAgent:
         self.name = name or os.path.basename(argv[0])
         self.cwd = cwd
         self.env: dict[str, str | None] = dict(env or {})
-        self.timeout = _seconds("CLIAgent.timeout", timeout, optional=False)
-        self.idle_timeout = _seconds("CLIAgent.idle_timeout", idle_timeout, optional=True)
-        self.kill_grace = _seconds("CLIAgent.kill_grace", kill_grace, optional=False)
+        self.timeout = seconds(timeout, "CLIAgent.timeout")
+        self.idle_timeout = seconds_or_none(idle_timeout, "CLIAgent.idle_timeout")
+        self.kill_grace = seconds(kill_grace, "CLIAgent.kill_grace")
         self.max_output_bytes = max_output_bytes
         self._parse = parse
         self._classify = classify

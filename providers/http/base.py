@@ -28,6 +28,7 @@ from orchestrator.errors import (
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
+from orchestrator.units import seconds
 from providers.http.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -35,11 +36,9 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.client import (
-    Transport,
+    ClientHolder,
     TransportError,
-    preload_transport,
     shared_client,
-    to_transport,
 )
 from providers.http.errors import map_transport_error, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
@@ -56,7 +55,6 @@ __all__ = [
     "load_json",
     "parse_json",
     "schema_name",
-    "seconds",
     "tokens",
     "validate_price",
 ]
@@ -139,14 +137,6 @@ def join_url(base: str, path: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
 
 
-def seconds(value: float | timedelta, *, field: str) -> float:
-    """A positive number of seconds from a float or a ``timedelta``."""
-    out = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(out, bool) or not isinstance(out, int | float) or not out > 0:
-        raise ValueError(f"{field}={value!r} must be a positive number of seconds (e.g. 60.0)")
-    return float(out)
-
-
 def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[float, float] | None:
     """``(usd_per_1M_input, usd_per_1M_output)``, both >= 0, or None."""
     if price is None:
@@ -170,7 +160,7 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
 
-class VendorProvider:
+class VendorProvider(ClientHolder):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -207,7 +197,7 @@ class VendorProvider:
             allow_user_info=False,
         )
         self.name = name or f"{self.family}:{model}"
-        self.timeout = seconds(timeout, field=f"{cls}.timeout")
+        self.timeout = seconds(timeout, f"{cls}.timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )
@@ -215,9 +205,7 @@ class VendorProvider:
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
-        self._transport: Transport | None = None if client is None else to_transport(client)
-        if client is None:
-            preload_transport()
+        self._use_client(client)
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
         self._display_url = redact_url(self.base_url)

@@ -9,6 +9,16 @@ transport, and 15x+ httpx's default pool, at 200 concurrent calls (figures in
 ``bench/TRANSPORT.md``). A user may still pass their own ``httpx.AsyncClient``
 or ``aiohttp.ClientSession`` as ``client=``; it is adapted, never closed by us.
 
+Lifecycle (see :class:`ClientHolder`): a provider closes only what it opened
+itself: the pool it opens when entered (``async with provider`` or an entered
+``FallbackAgent``), never a user's client and never the loop's shared one. The
+shared client is closed when its loop shuts down: asyncio gives a library no
+public hook on a loop's close, so it registers a one-step async generator with
+the loop (``asyncio.run`` and ``asyncio.Runner`` close those before closing the
+loop), and a loop closed without that (``run_until_complete`` then ``close``)
+has its client marked closed at the next garbage collection (``gc.callbacks``),
+so neither leaks the loop nor logs "Unclosed client session".
+
 No retries happen here: a failure is raised once, as :class:`TransportError`,
 and the provider maps it into :mod:`orchestrator.errors`. Redirects are never
 followed (a 3xx reaches the provider, which reports a wrong ``base_url``), so
@@ -24,10 +34,11 @@ import os
 import weakref
 from collections.abc import AsyncGenerator
 from contextlib import suppress
+from typing import Any, Self
 
+from providers.http.httpx_transport import HttpxTransport
 from providers.http.transport import (
     AiohttpTransport,
-    HttpxTransport,
     RawReply,
     StreamReply,
     Transport,
@@ -37,6 +48,7 @@ from providers.http.transport import (
 
 __all__ = [
     "AiohttpTransport",
+    "ClientHolder",
     "HttpxTransport",
     "preload_transport",
     "POOL_SIZE",
@@ -45,6 +57,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "close_shared_client",
+    "open_transport",
     "shared_client",
     "to_transport",
 ]
@@ -66,74 +79,19 @@ class _Entry:
         self.closer = closer
 
 
-_ATTR = "_failover_shared_transport"
+_shared: dict[asyncio.AbstractEventLoop, _Entry] = {}
+"""Each event loop's shared transport; an entry leaves when its loop shuts down."""
 
 
-class _PerLoop:
-    """The shared transport of each event loop, kept as an attribute of the loop itself.
-
-    A global table would keep every loop alive: the session references its loop.
-    On the loop, the entry dies with it, even when the loop was closed without
-    ``shutdown_asyncgens`` (``run_until_complete`` + ``close``); a garbage
-    collection hook first closes such orphaned sessions quietly. Loops that take
-    no attributes fall back to a weak-keyed table (kept until closed properly).
-    """
-
-    def __init__(self) -> None:
-        self._loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-        self._fallback: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Entry] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._hooked = False
-
-    def get(self, loop: asyncio.AbstractEventLoop) -> _Entry | None:
-        entry: _Entry | None = getattr(loop, _ATTR, None)
-        if entry is None and self._fallback:
-            entry = self._fallback.get(loop)
-        return entry
-
-    def __setitem__(self, loop: asyncio.AbstractEventLoop, entry: _Entry) -> None:
-        try:
-            setattr(loop, _ATTR, entry)
-        except AttributeError:
-            self._fallback[loop] = entry
-        self._loops.add(loop)
-        if not self._hooked:
-            gc.callbacks.append(self._reap)
-            self._hooked = True
-
-    def __delitem__(self, loop: asyncio.AbstractEventLoop) -> None:
-        if getattr(loop, _ATTR, None) is not None:
-            delattr(loop, _ATTR)
-        else:
-            self._fallback.pop(loop, None)
-
-    def items(self) -> list[tuple[asyncio.AbstractEventLoop, _Entry]]:
-        pairs = [(loop, self.get(loop)) for loop in list(self._loops)]
-        return [(loop, entry) for loop, entry in pairs if entry is not None]
-
-    def values(self) -> list[_Entry]:
-        return [entry for _, entry in self.items()]
-
-    def __len__(self) -> int:
-        return len(self.items())
-
-    def _reap(self, phase: str, info: dict[str, int]) -> None:
-        # Before each collection: close (without awaiting) the sessions of loops already
-        # closed, so the session and connector do not log "Unclosed client session" when
-        # the loop's objects are collected.
-        if phase != "start" or not self._loops:
-            return
-        with suppress(Exception):
-            for loop in list(self._loops):
-                if loop.is_closed():
-                    entry = self.get(loop)
-                    if entry is not None:
-                        del self[loop]
-                        entry.transport._close_detached()
-
-
-_shared = _PerLoop()
+def _sweep_closed_loops(phase: str, info: dict[str, int]) -> None:
+    """Before each garbage collection: forget the entries of loops closed without
+    ``shutdown_asyncgens`` (``run_until_complete`` then ``close``), marking their
+    sessions closed, so such loops are collected and log no "Unclosed client session"."""
+    if phase != "start" or not _shared:
+        return
+    with suppress(Exception):
+        for loop in [loop for loop in _shared if loop.is_closed()]:
+            _shared.pop(loop).transport._close_detached()
 
 
 async def _close_at_loop_shutdown(
@@ -153,7 +111,12 @@ async def _close_at_loop_shutdown(
         await transport.aclose()
 
 
-def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
+def open_transport() -> AiohttpTransport:
+    """A new pooled transport (an ``aiohttp.ClientSession``) that the caller owns and closes.
+
+    The shared client is one of these per loop; an entered provider opens its own.
+    Must be called from inside a running loop.
+    """
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=POOL_SIZE, limit_per_host=0, ttl_dns_cache=300)
@@ -165,11 +128,19 @@ def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
         trust_env=False,
     )
     env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
-    transport = AiohttpTransport(session, owned=True, env_proxy=env_proxy)
+    return AiohttpTransport(session, owned=True, env_proxy=env_proxy)
+
+
+def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
+    transport = open_transport()
     closer = _close_at_loop_shutdown(weakref.ref(loop), transport)
-    step = closer.asend(None)  # first step: the loop's asyncgen hooks now track it
+    # Run it to its yield now, synchronously (the body does not await before it): the
+    # first step is what registers it with the loop's asyncgen hooks.
+    step = closer.asend(None)
     with suppress(StopIteration):
         step.send(None)
+    if _sweep_closed_loops not in gc.callbacks:
+        gc.callbacks.append(_sweep_closed_loops)
     return _Entry(transport, closer)
 
 
@@ -194,6 +165,53 @@ def shared_client() -> Transport:
     if entry is None:
         entry = _shared[loop] = _new_shared(loop)
     return entry.transport
+
+
+class ClientHolder:
+    """The HTTP client a provider sends with, and its lifecycle (``async with``, ``aclose``).
+
+    Which transport a call uses, and who closes it:
+
+    - ``client=`` given (an ``httpx.AsyncClient``, an ``aiohttp.ClientSession`` or a
+      :class:`Transport`): that one, always; its owner closes it, never the provider.
+    - entered (``async with provider:``, or through an entered ``FallbackAgent``):
+      a pooled transport the provider opens on the running loop and closes at
+      ``aclose()`` (entered twice, by two agents, it closes at the last exit).
+    - otherwise: the event loop's :func:`shared_client`, which belongs to the loop
+      (every provider on it shares it), so no provider closes it: the loop's
+      shutdown does, or :func:`close_shared_client`.
+    """
+
+    _transport: Transport | None
+    _user_client: bool
+    _entered: int
+
+    def _use_client(self, client: Any) -> None:
+        """Set up ``client=`` at construction (adapted now, or the HTTP library preloaded)."""
+        self._user_client = client is not None
+        self._transport = None if client is None else to_transport(client)
+        self._entered = 0
+        if client is None:
+            preload_transport()
+
+    async def __aenter__(self) -> Self:
+        if self._entered == 0 and not self._user_client:
+            self._transport = open_transport()
+        self._entered += 1
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what entering opened, at the last exit; nothing when never entered."""
+        if self._entered == 0:
+            return
+        self._entered -= 1
+        if self._entered == 0 and not self._user_client:
+            opened, self._transport = self._transport, None
+            if opened is not None:
+                await opened.aclose()
 
 
 async def close_shared_client() -> None:

@@ -14,7 +14,6 @@ exchange, streams included.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -24,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from orchestrator.secrets import (
     has_url_credentials,
     is_credential_header,
-    is_loopback,
     redact_urls,
     scrub,
     url_secrets,
@@ -36,14 +34,13 @@ from providers.http.body import (
     asking_gzip,
     bounded_chunks,
 )
+from providers.http.proxy import Route, env_route
 
 if TYPE_CHECKING:
     import aiohttp
-    import httpx
 
 __all__ = [
     "AiohttpTransport",
-    "HttpxTransport",
     "RawReply",
     "StreamReply",
     "Transport",
@@ -151,23 +148,33 @@ class _AiohttpStream:
         return self._resp.headers
 
     async def read(self) -> bytes:
-        try:
+        with ReadingBody(self._url):
             return await aiohttp_body(self._resp, self._max_bytes)
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
     async def chunks(self) -> AsyncIterator[bytes]:
         resp = self._resp
         encoding = resp.headers.get("Content-Encoding")
-        try:
+        with ReadingBody(self._url):
             # The deadline is aiohttp's own total timeout (set for streams too).
             async for data in bounded_chunks(resp.content.iter_any(), encoding, self._max_bytes):
                 yield data
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
+
+
+class ReadingBody:
+    """``with ReadingBody(url):`` around reading a reply whose headers arrived: any
+    failure but ``BodyTooLarge`` (raised as is) becomes a ``TransportError`` with
+    ``after_headers=True``."""
+
+    __slots__ = ("_url",)
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, Exception) and not isinstance(exc, BodyTooLarge):
             raise _as_transport_error(exc, self._url, after_headers=True) from exc
 
 
@@ -189,28 +196,6 @@ def _as_transport_error(exc: Exception, url: str, *, after_headers: bool = False
     return TransportError(text[:200], timed_out=False, after_headers=after_headers)
 
 
-_Route = tuple[Any, Any, bool]  # (proxy URL or None, proxy auth or None, plain-http proxy hop)
-_DIRECT: _Route = (None, None, False)
-
-
-def _env_route(url: str) -> _Route:
-    """The proxy the environment gives ``url`` (never for loopback targets: NO_PROXY
-    semantics for localhost, 127.0.0.0/8 and ::1), and whether the hop to it is
-    plain http carrying a plain-http request (so any credential would be readable)."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    target = URL(url)
-    if not target.host or is_loopback(target.host):
-        return _DIRECT
-    try:
-        proxy, auth = get_env_proxy_for_url(target)
-    except LookupError:
-        return _DIRECT
-    clear = target.scheme == "http" and proxy.scheme == "http"
-    return (proxy, auth, clear and not is_loopback(proxy.host or ""))
-
-
 class AiohttpTransport:
     """:class:`Transport` over an ``aiohttp.ClientSession`` (closed by :meth:`aclose` if owned).
 
@@ -226,22 +211,24 @@ class AiohttpTransport:
         self._session = session
         self._owned = owned
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
-        self._routes: dict[str, _Route] | None = {} if env_proxy else None
+        self._routes: dict[str, Route] | None = {} if env_proxy else None
 
-    def _proxy(self, url: str, headers: Mapping[str, str]) -> _Route:
+    def _proxy(self, url: str, headers: Mapping[str, str]) -> Route:
         routes = self._routes
         assert routes is not None
         route = routes.get(url)
         if route is None:
             if len(routes) > 1024:
                 routes.clear()
-            route = routes[url] = _env_route(url)
-        if route[2] and (has_url_credentials(url) or any(is_credential_header(h) for h in headers)):
+            route = routes[url] = env_route(url)
+        if route.clear and (
+            has_url_credentials(url) or any(is_credential_header(h) for h in headers)
+        ):
             raise TransportError(
                 f"refused to send credentials to an http:// URL through the plain-http proxy "
-                f"{route[0].host} (from HTTP_PROXY/ALL_PROXY), where anyone on the way can read "
-                "them: use an https:// URL, an https or loopback proxy, or add the host to "
-                "NO_PROXY",
+                f"{route.proxy.host if route.proxy else ''} (from HTTP_PROXY/ALL_PROXY), where "
+                "anyone on the way can read them: use an https:// URL, an https or loopback "
+                "proxy, or add the host to NO_PROXY",
                 timed_out=False,
                 refused=True,
             )
@@ -281,9 +268,7 @@ class AiohttpTransport:
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> RawReply:
         try:
-            proxy, auth, _ = (
-                (None, None, False) if self._routes is None else self._proxy(url, headers)
-            )
+            proxy = None if self._routes is None else self._proxy(url, headers).proxy
             async with self._session.post(
                 url,
                 data=body,
@@ -291,7 +276,6 @@ class AiohttpTransport:
                 timeout=self._timeout(timeout),
                 allow_redirects=False,
                 proxy=proxy,
-                proxy_auth=auth,
                 auto_decompress=False,
             ) as resp:
                 return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
@@ -310,9 +294,7 @@ class AiohttpTransport:
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> AsyncGenerator[StreamReply, None]:
         try:
-            proxy, auth, _ = (
-                (None, None, False) if self._routes is None else self._proxy(url, headers)
-            )
+            proxy = None if self._routes is None else self._proxy(url, headers).proxy
             resp = await self._session.post(
                 url,
                 data=body,
@@ -320,7 +302,6 @@ class AiohttpTransport:
                 timeout=self._timeout(timeout),
                 allow_redirects=False,
                 proxy=proxy,
-                proxy_auth=auth,
                 auto_decompress=False,
             )
         except Exception as exc:
@@ -335,93 +316,6 @@ class AiohttpTransport:
             await self._session.close()
 
 
-# -- httpx (a user's own client) ---------------------------------------------
-
-
-class _HttpxStream:
-    __slots__ = ("_deadline", "_max_bytes", "_resp", "_url")
-
-    def __init__(self, resp: httpx.Response, url: str, max_bytes: int, deadline: float) -> None:
-        self._resp = resp
-        self._url = url
-        self._max_bytes = max_bytes
-        self._deadline = deadline  # httpx times each read only: the exchange's end is ours
-
-    @property
-    def status(self) -> int:
-        return self._resp.status_code
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._resp.headers
-
-    def _bounded(self) -> AsyncIterator[bytes]:
-        resp = self._resp
-        encoding = resp.headers.get("content-encoding")
-        return bounded_chunks(resp.aiter_raw(), encoding, self._max_bytes, self._deadline)
-
-    async def read(self) -> bytes:
-        try:
-            return b"".join([data async for data in self._bounded()])
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        try:
-            async for data in self._bounded():
-                yield data
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
-
-
-class HttpxTransport:
-    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here)."""
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self._client = client
-
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply:
-        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
-            return RawReply(reply.status, reply.headers, await reply.read())
-
-    @asynccontextmanager
-    async def stream(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> AsyncGenerator[StreamReply, None]:
-        deadline = asyncio.get_running_loop().time() + timeout
-        request = self._client.build_request(
-            "POST", url, content=body, headers=asking_gzip(headers), timeout=timeout
-        )
-        try:
-            async with asyncio.timeout_at(deadline):
-                resp = await self._client.send(request, stream=True, follow_redirects=False)
-        except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
-        try:
-            yield _HttpxStream(resp, url, max_bytes, deadline)
-        finally:
-            await resp.aclose()
-
-    async def aclose(self) -> None:
-        return None
-
-
 def to_transport(client: Any) -> Transport:
     """Adapt ``client=`` (an aiohttp session, an httpx client or a Transport) for providers."""
     aiohttp_mod = sys.modules.get("aiohttp")
@@ -429,6 +323,8 @@ def to_transport(client: Any) -> Transport:
         return AiohttpTransport(client)
     httpx_mod = sys.modules.get("httpx")
     if httpx_mod is not None and isinstance(client, httpx_mod.AsyncClient):
+        from providers.http.httpx_transport import HttpxTransport
+
         return HttpxTransport(client)
     if isinstance(client, Transport):
         return client

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.units import seconds
+
 __all__ = ["ERROR_KINDS", "Fault"]
 
 # Kinds rendered as an HTTP error reply in the route's own error format.
@@ -341,8 +343,7 @@ _FACTORIES: dict[str, Any] = {
 
 
 def _check_seconds(where: str, name: str, value: float) -> None:
-    if not value >= 0:
-        raise ValueError(f"{where}: {name}={value!r} must be a number of seconds >= 0")
+    seconds(value, f"{where}: {name}", allow_zero=True)  # kept as given: 2 is sent as "2"
 
 
 def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:

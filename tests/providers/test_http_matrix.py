@@ -1,15 +1,18 @@
-"""Every fault x every wire format x {complete, stream}, over real loopback HTTP.
+"""Every fault x every wire format x {complete, stream} x every kind of client, over loopback HTTP.
 
 Each case asserts the taxonomy class, that exactly one request reached the
 simulated server (no hidden retries) and that nothing but an
-``orchestrator.errors`` class escapes.
+``orchestrator.errors`` class escapes. The client kinds: the default shared
+aiohttp transport, and a user's own ``httpx.AsyncClient`` given as ``client=``,
+which must give the same classes and upstream counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from orchestrator import errors as E
@@ -22,9 +25,23 @@ from providers.simulated import Fault, SimulatedServer
 
 VENDORS = ("openai", "anthropic", "gemini")
 TIMEOUT = 0.3
+CLIENTS = ("shared", "httpx")
 
 
-def make(route: str, sim: SimulatedServer, **kw: Any) -> Any:
+@pytest.fixture(params=CLIENTS)
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient | None]:
+    """``client=`` for the providers: None (the shared transport) or a user's httpx client."""
+    if request.param == "shared":
+        yield None
+        return
+    async with httpx.AsyncClient() as user_client:
+        yield user_client
+        assert not user_client.is_closed  # a provider never closes a user's client
+
+
+def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any:
+    if client is not None:
+        kw["client"] = client
     if route == "openai":
         return OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key="sk-test-0123456789", **kw)
     if route == "anthropic":
@@ -82,6 +99,7 @@ CASES: list[tuple[str, Callable[[], Fault], Callable[[str], type[E.ProviderError
 @pytest.mark.parametrize(("label", "fault", "expected"), CASES, ids=[c[0] for c in CASES])
 async def test_fault_matrix(
     sim: SimulatedServer,
+    client: httpx.AsyncClient | None,
     route: str,
     mode: str,
     label: str,
@@ -89,7 +107,7 @@ async def test_fault_matrix(
     expected: Callable[[str], type[E.ProviderError]],
 ) -> None:
     sim.script(route, [fault()])
-    provider = make(route, sim, timeout=TIMEOUT)
+    provider = make(route, sim, client, timeout=TIMEOUT)
     with pytest.raises(E.ProviderError) as info:
         await call(provider, mode, Request("What is the capital of France?"))
     err = info.value
@@ -104,12 +122,12 @@ async def test_fault_matrix(
 @pytest.mark.parametrize("route", VENDORS)
 @pytest.mark.parametrize("how", ["end", "abort"])
 async def test_cut_stream_is_interrupted_never_truncated(
-    sim: SimulatedServer, route: str, how: str
+    sim: SimulatedServer, client: Any, route: str, how: str
 ) -> None:
     sim.script(route, [Fault.cut_stream(after=2, how=how)])
     chunks: list[str] = []
     with pytest.raises(E.StreamInterrupted):
-        async for item in make(route, sim).stream(Request("hello there")):
+        async for item in make(route, sim, client).stream(Request("hello there")):
             assert isinstance(item, str), "no final Response on a cut stream"
             chunks.append(item)
     assert len(chunks) == 2
@@ -117,19 +135,23 @@ async def test_cut_stream_is_interrupted_never_truncated(
 
 
 @pytest.mark.parametrize("route", VENDORS)
-async def test_stream_stalled_after_chunks_times_out(sim: SimulatedServer, route: str) -> None:
+async def test_stream_stalled_after_chunks_times_out(
+    sim: SimulatedServer, client: Any, route: str
+) -> None:
     sim.script(route, [Fault.cut_stream(after=1, how="hang")])
     with pytest.raises(E.ProviderTimeout):
-        async for _ in make(route, sim, timeout=TIMEOUT).stream(Request("hi")):
+        async for _ in make(route, sim, client, timeout=TIMEOUT).stream(Request("hi")):
             pass
     assert sim.count(route) == 1
 
 
 @pytest.mark.parametrize("route", VENDORS)
-async def test_cut_body_on_complete_is_connection_failed(sim: SimulatedServer, route: str) -> None:
+async def test_cut_body_on_complete_is_connection_failed(
+    sim: SimulatedServer, client: Any, route: str
+) -> None:
     sim.script(route, [Fault.cut_stream()])
     with pytest.raises(E.ConnectionFailed) as info:
-        await make(route, sim).complete(Request("hi"))
+        await make(route, sim, client).complete(Request("hi"))
     assert not isinstance(info.value.__cause__, E.ProviderError)
     assert info.value.__cause__ is not None
     assert sim.count(route) == 1
@@ -137,7 +159,7 @@ async def test_cut_body_on_complete_is_connection_failed(sim: SimulatedServer, r
 
 @pytest.mark.parametrize("route", [*VENDORS, "http"])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
-async def test_connection_refused_is_connection_failed(route: str, mode: str) -> None:
+async def test_connection_refused_is_connection_failed(client: Any, route: str, mode: str) -> None:
     import socket
 
     with socket.socket() as s:
@@ -146,10 +168,10 @@ async def test_connection_refused_is_connection_failed(route: str, mode: str) ->
     base = f"http://127.0.0.1:{port}"
     provider: Any
     if route == "http":
-        provider = HTTPFallback(base + "/x")
+        provider = HTTPFallback(base + "/x", client=client)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
-        provider = cls[route]("m", base_url=base, api_key="k")
+        provider = cls[route]("m", base_url=base, api_key="k", client=client)
     with pytest.raises(E.ConnectionFailed) as info:
         await call(provider, mode, Request("hi"))
     assert info.value.__cause__ is not None
@@ -157,9 +179,11 @@ async def test_connection_refused_is_connection_failed(route: str, mode: str) ->
 
 @pytest.mark.parametrize("route", [*VENDORS, "http"])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
-async def test_ok_text_usage_and_cost(sim: SimulatedServer, route: str, mode: str) -> None:
+async def test_ok_text_usage_and_cost(
+    sim: SimulatedServer, client: Any, route: str, mode: str
+) -> None:
     sim.script(route, [Fault.ok("Paris is the capital.", chunks=3, usage=(1000, 500))])
-    provider = make(route, sim, price=(1.0, 4.0))
+    provider = make(route, sim, client, price=(1.0, 4.0))
     chunks, response = await call(provider, mode, Request("capital?"))
     assert response.text == "Paris is the capital."
     if mode == "stream" and route != "http":
@@ -173,16 +197,18 @@ async def test_ok_text_usage_and_cost(sim: SimulatedServer, route: str, mode: st
 
 
 @pytest.mark.parametrize("route", VENDORS)
-async def test_slow_reply_within_timeout_succeeds(sim: SimulatedServer, route: str) -> None:
+async def test_slow_reply_within_timeout_succeeds(
+    sim: SimulatedServer, client: Any, route: str
+) -> None:
     sim.script(route, [Fault.delay(0.05, Fault.ok("late"))])
-    response = await make(route, sim, timeout=2.0).complete(Request("hi"))
+    response = await make(route, sim, client, timeout=2.0).complete(Request("hi"))
     assert response.text == "late"
 
 
 @pytest.mark.parametrize("route", VENDORS)
-async def test_prompt_blocked_is_guardrail(sim: SimulatedServer, route: str) -> None:
+async def test_prompt_blocked_is_guardrail(sim: SimulatedServer, client: Any, route: str) -> None:
     sim.script(route, [Fault.content_filter(prompt_blocked=True)] * 2)
-    provider = make(route, sim)
+    provider = make(route, sim, client)
     for mode in ("complete", "stream"):
         with pytest.raises(E.GuardrailTriggered):
             await call(provider, mode, Request("hi"))

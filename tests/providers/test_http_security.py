@@ -364,9 +364,9 @@ async def test_plain_http_proxy_refuses_credentials_to_an_http_target(
         assert info.value.refused
         with pytest.raises(TransportError):
             transport._proxy("http://u:p@gw.corp.invalid/v1", {})
-        proxy, _, clear = transport._proxy("http://gw.corp.invalid/v1", {"accept": "*/*"})
+        proxy, clear = transport._proxy("http://gw.corp.invalid/v1", {"accept": "*/*"})
         assert clear and proxy.host == "proxy.corp.invalid"  # no credential: allowed
-        proxy, _, clear = transport._proxy("https://api.example.invalid/v1", {"x-api-key": "k"})
+        proxy, clear = transport._proxy("https://api.example.invalid/v1", {"x-api-key": "k"})
         assert proxy is not None and not clear  # tunnelled (CONNECT): allowed
         assert transport._proxy("http://127.0.0.1:9/v1", {"x-api-key": "k"})[0] is None
         monkeypatch.setenv("NO_PROXY", "gw.corp.invalid")

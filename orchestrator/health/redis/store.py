@@ -31,11 +31,11 @@ from orchestrator.health.model import (
     CircuitBreaker,
     ProviderHealth,
     RetryBudget,
-    _seconds,
 )
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
 from orchestrator.health.redis.scripts import BUCKETS
 from orchestrator.tasks import cancel_and_wait
+from orchestrator.units import seconds
 
 __all__ = ["RedisHealthStore"]
 
@@ -77,8 +77,8 @@ class RedisHealthStore:
         self.budget = budget if budget is not None else RetryBudget()
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self.key_prefix = key_prefix
-        self.sync_interval = _seconds("RedisHealthStore", "sync_interval", sync_interval)
-        self.timeout = _seconds("RedisHealthStore", "timeout", timeout)
+        self.sync_interval = seconds(sync_interval, "RedisHealthStore.sync_interval")
+        self.timeout = seconds(timeout, "RedisHealthStore.timeout")
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._channel = f"{key_prefix}changes"
         self._table = CircuitTable(self.circuit, self.clock, probe_gate=self._probe_gate)
