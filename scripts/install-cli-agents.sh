@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the coding-agent CLIs (claude, codex, gemini) from the npm registry into a
 # local prefix, .cli-agents/ under the repository root, so the CLI integration tests
-# (tests/providers/test_cli_real.py) run against the real binaries.
+# (tests/providers/cli/test_cli_real.py) run against the real binaries.
 #
 # Idempotent: a package already installed at the pinned version is not fetched again.
 # Binaries end up in .cli-agents/node_modules/.bin/ (claude, codex, gemini).

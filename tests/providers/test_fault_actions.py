@@ -18,8 +18,7 @@ from orchestrator import FallbackAgent, Request, RetryPolicy
 from orchestrator import errors as E
 from providers import FunctionProvider
 from providers.simulated import Fault, SimulatedServer
-
-from .test_http_matrix import CASES, VENDORS, make
+from tests.providers.http.test_http_matrix import CASES, VENDORS, make
 
 TIMEOUT = 0.15
 

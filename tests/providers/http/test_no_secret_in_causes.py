@@ -34,7 +34,7 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
-from tests.providers.test_http_matrix import CASES, call
+from tests.providers.http.test_http_matrix import CASES, call
 
 KEYS = {
     "openai": "sk-live-SECRET123abcdef",

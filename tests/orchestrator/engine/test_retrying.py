@@ -20,8 +20,7 @@ from orchestrator.errors import ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore, RetryBudget
 from orchestrator.policy import RetryPolicy
 from orchestrator.testing import FakeClock
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 def state(attempt_number: int, upcoming_sleep: float = 0.0) -> RetryCallState:

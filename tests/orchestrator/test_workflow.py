@@ -10,8 +10,7 @@ from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ServerError
 from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 def echo(name: str, log: list[str] | None = None) -> FallbackAgent:
@@ -213,3 +212,53 @@ async def test_callable_prompt_and_provider_node() -> None:
     )
     out = await wf.run({"n": 3})
     assert out["one"].text == "ok"
+
+
+async def test_workflow_reply_is_the_last_declared_step() -> None:
+    async def slow(req: Request) -> str:
+        await asyncio.sleep(0.02)
+        return "first"
+
+    from orchestrator import Parallel
+
+    wf = Workflow(
+        Phase(
+            "p",
+            Parallel(
+                Step("first", FunctionProvider(slow)),
+                Step("last", FunctionProvider(lambda r: "last", name="l")),
+            ),
+        )
+    )
+    assert (await wf.complete(Request("x"))).text == "last"
+    failing = Workflow(
+        Phase(
+            "p",
+            Step("draft", Scripted("d", ["draft"])),
+            Step(
+                "final",
+                FallbackAgent([Scripted("f", [ServerError("x")])], max_retries=0),
+                continue_on_error=True,
+                prompt="{draft.text}",
+            ),
+        )
+    )
+    with pytest.raises(FallbackError):
+        await failing.complete(Request("x"))
+
+
+def test_bare_step_reference_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"use \{draft\.text\}"):
+        Workflow(
+            Phase(
+                "p",
+                Step("draft", Scripted("d", ["x"])),
+                Step("review", Scripted("r", ["y"]), prompt="Review: {draft}"),
+            )
+        )
+
+
+async def test_missing_key_in_an_input_mapping_is_named_as_such() -> None:
+    wf = Workflow(Phase("p", Step("s", Scripted("s", ["x"]), prompt="{doc[title]}")))
+    with pytest.raises(WorkflowError, match="an input mapping has no key 'title'"):
+        await wf.run({"doc": {}})

@@ -17,7 +17,7 @@ import pytest
 
 from providers.simulated import Fault, SimulatedServer, main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROMPT = "Summarise the incident report in exactly one line, please."
 
 

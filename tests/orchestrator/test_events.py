@@ -7,8 +7,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.errors import AuthenticationFailed, ServerError
 from orchestrator.testing import FakeClock, capture_events
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 async def test_events_for_a_run_that_fails_over(clock: FakeClock) -> None:
@@ -45,3 +44,10 @@ async def test_run_failed_event(clock: FakeClock) -> None:
         await agent.run("x")
     assert events[-1]["event"] == "run_failed" and events[-1]["log_level"] == "warning"
     assert "sk-secret" not in repr(events)
+
+
+async def test_run_succeeded_event(clock: FakeClock) -> None:
+    with capture_events() as events:
+        await FallbackAgent([Scripted("a", ["ok"])], clock=clock).run("x")
+    done = [e for e in events if e["event"] == "run_succeeded"]
+    assert len(done) == 1 and done[0]["handled_by"] == "a" and done[0]["log_level"] == "info"

@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError, Request, Response
-from orchestrator.errors import ServerError, StreamInterrupted
+from orchestrator import FallbackAgent, FallbackError, Request, Response, Stop
+from orchestrator.errors import Rejected, ServerError, StreamInterrupted
 from providers import FunctionProvider
+from tests.conftest import Scripted
 
 
 def gen(name: str, chunks: list[str], fail: Exception | None = None) -> FunctionProvider:
@@ -137,3 +138,45 @@ async def test_before_fallback_redacts_the_streamed_prefix_too() -> None:
     assert chunks == ["mail bob@example.com", " now", " done"]  # the consumer saw the original
     assert got == [[("user", "x"), ("assistant", "mail [email] now")]]
     assert result.text == "mail bob@example.com now done"  # type: ignore[attr-defined]
+
+
+async def test_stop_and_best_effort_text_reach_a_stream() -> None:
+    agent = FallbackAgent(
+        [Scripted("a", [ServerError("x")]), Scripted("b", ["never"])],
+        max_retries=0,
+        before_fallback=lambda r, why: Stop(text="Sorry, try later"),
+    )
+    async with agent.stream("x") as s:
+        chunks = [c async for c in s]
+    assert chunks == ["Sorry, try later"] == [s.result.text]
+    agent2 = FallbackAgent(
+        [Scripted("a", [ServerError("x")])],
+        max_retries=0,
+        best_effort=lambda attempts: "cached answer",
+    )
+    async with agent2.stream("x") as s2:
+        chunks = [c async for c in s2]
+    assert chunks == ["cached answer"] and s2.result.best_effort
+
+
+async def test_a_refused_streamed_reply_is_never_continued_from() -> None:
+    sent: list[Request] = []
+
+    async def a(req: Request) -> AsyncIterator[str]:
+        yield "I cannot "
+        yield "help."
+
+    async def b(req: Request) -> AsyncIterator[str]:
+        sent.append(req)
+        yield "fine"
+
+    agent = FallbackAgent(
+        [FunctionProvider(a), FunctionProvider(b)],
+        max_retries=0,
+        accept=lambda r: "cannot" not in r.text,
+    )
+    with pytest.raises(Rejected):
+        async with agent.stream("q", mid_stream="continue") as s:
+            async for _ in s:
+                pass
+    assert sent == []

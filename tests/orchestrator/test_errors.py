@@ -9,10 +9,12 @@ import pickle
 import pytest
 
 import orchestrator
+from orchestrator import HookError
 from orchestrator import errors as E
 from orchestrator.config.problems import ConfigError, Problem
 from orchestrator.engine.attempt import _counts_for_health
 from orchestrator.engine.classify import Classifier, reason_of
+from orchestrator.errors import ServerError
 from orchestrator.events import error_fields
 from orchestrator.workflow import WorkflowError
 
@@ -162,3 +164,11 @@ def test_the_ping_report_labels_errors_by_their_class(error: BaseException, labe
     from orchestrator.cli.report import _kind
 
     assert _kind(error) == label
+
+
+def test_errors_pickle_with_their_messages() -> None:
+    hook = HookError("on_fallback", ValueError("hook broke"))
+    assert str(pickle.loads(pickle.dumps(hook))) == str(hook)
+    wf = WorkflowError("Review", "review", ServerError("x", provider="p"))
+    back = pickle.loads(pickle.dumps(wf))
+    assert (back.phase, back.step, str(back)) == ("Review", "review", str(wf))

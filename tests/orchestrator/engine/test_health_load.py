@@ -13,11 +13,10 @@ import random
 import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request, Response
-from orchestrator.errors import RateLimited, ServerError
+from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore, RetryBudget
 from orchestrator.testing import FakeClock
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 class Flaky:
@@ -234,3 +233,83 @@ def test_a_store_without_the_last_resort_methods_is_refused_up_front() -> None:
 
     with pytest.raises(TypeError, match="OldStore is not a HealthStore \\(no last_resort\\)"):
         FallbackAgent([Scripted("a", ["ok"])], health=OldStore())  # type: ignore[arg-type]
+
+
+def store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
+    return MemoryHealthStore(
+        circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
+    )
+
+
+async def test_retries_stop_when_the_circuit_opens_and_a_probe_is_never_retried(
+    clock: FakeClock,
+) -> None:
+    primary = Scripted("primary", [ServerError("down")])
+    agent = FallbackAgent(
+        [primary, Scripted("backup", ["ok"])],
+        max_retries=5,
+        retry_strategy="none",
+        health=store(clock),
+        clock=clock,
+    )
+    r = await agent.run("x")
+    assert primary.calls == 3
+    assert r.attempts[2].note == "circuit open: no more retries"
+    clock.advance(31)
+    r = await agent.run("x")
+    assert primary.calls == 4  # the single probe, not retried
+    assert r.attempts[0].note == "half-open probe"
+
+
+async def test_a_probe_answered_but_refused_resolves_the_circuit(clock: FakeClock) -> None:
+    primary = Scripted("primary", [ServerError("down")] * 3 + ["refused text", "good"])
+    health = store(clock)
+    agent = FallbackAgent(
+        [primary, Scripted("backup", ["ok"])],
+        max_retries=0,
+        health=health,
+        clock=clock,
+        accept=lambda r: r.text != "refused text",
+    )
+    for _ in range(3):
+        await agent.run("x")
+    clock.advance(31)
+    r = await agent.run("x")
+    assert r.attempts[0].reason == "rejected" and r.attempts[0].note == "half-open probe"
+    assert health.snapshot("primary").state == "closed"
+    assert (await agent.run("x")).handled_by == "primary"
+
+
+async def test_a_probe_refused_by_a_guardrail_resolves_the_circuit(clock: FakeClock) -> None:
+    primary = Scripted("primary", [ServerError("down")] * 3 + [GuardrailTriggered("no")])
+    health = store(clock)
+    agent = FallbackAgent(
+        [primary, Scripted("b", ["ok"])], max_retries=0, health=health, clock=clock
+    )
+    for _ in range(3):
+        await agent.run("x")
+    clock.advance(31)
+    with pytest.raises(GuardrailTriggered):
+        await agent.run("x")
+    assert health.snapshot("primary").state == "closed"
+
+
+async def test_all_open_last_resort_hands_over_from_its_list_neighbour(clock: FakeClock) -> None:
+    seen: list[tuple[str, str, str | None]] = []
+    agent = FallbackAgent(
+        [
+            Scripted("a", [RateLimited("x", provider="a", retry_after=100)]),
+            Scripted("b", [RateLimited("x", provider="b", retry_after=10)]),
+        ],
+        max_retries=0,
+        health=store(clock, threshold=1),
+        clock=clock,
+        on_fallback=lambda f, t, e: seen.append((f, t, getattr(e, "provider", None))),
+    )
+    with pytest.raises(FallbackError):
+        await agent.run("x")
+    seen.clear()
+    with pytest.raises(FallbackError) as info:
+        await agent.run("x")
+    assert info.value.attempts[-1].agent == "b"
+    assert seen == [("a", "b", "a")]  # a's own CircuitOpen, not b's

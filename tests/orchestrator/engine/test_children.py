@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from orchestrator import FallbackAgent
-from orchestrator.errors import FallbackError, ServerError
+import pytest
+
+from orchestrator import FallbackAgent, RetryPolicy
+from orchestrator.errors import (
+    AuthenticationFailed,
+    FallbackError,
+    GuardrailTriggered,
+    ProviderTimeout,
+    ServerError,
+)
 from orchestrator.health import Admission, CircuitBreaker, MemoryHealthStore, RetryBudget
 from orchestrator.testing import FakeClock
 from orchestrator.workflow import Phase, Step, Workflow
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 class Admitting(MemoryHealthStore):
@@ -58,3 +65,32 @@ async def test_a_subclassed_chain_runs_nested_and_is_never_admitted_as_a_whole(
     assert result.handled_by == "us" and eu.calls == 2
     assert [a.agent for a in result.attempts] == ["eu", "us"]
     assert "inner" not in shared.asked and "outer" not in shared.asked
+
+
+async def test_workflow_child_keeps_the_taxonomy(clock: FakeClock) -> None:
+    guard = Scripted("guard", [GuardrailTriggered("policy")])
+    backup = Scripted("backup", ["ok"])
+    wf = Workflow(Phase("p", Step("s", FallbackAgent([guard], max_retries=0))), name="wf")
+    with pytest.raises(GuardrailTriggered):
+        await FallbackAgent([wf, backup], max_retries=2, clock=clock).run("x")
+    assert guard.calls == 1 and backup.calls == 0
+    auth = Scripted("auth", [AuthenticationFailed("401")])
+    wf2 = Workflow(Phase("p", Step("s", FallbackAgent([auth]))), name="wf2")
+    r = await FallbackAgent([wf2, backup], max_retries=2, clock=clock).run("x")
+    assert r.handled_by == "backup" and auth.calls == 1 and clock.sleeps == []
+
+
+async def test_outer_attempt_timeout_bounds_nested_attempts_and_policies_refuse_chains(
+    clock: FakeClock,
+) -> None:
+    inner = FallbackAgent(
+        [Scripted("hang", [("sleep", 1000.0, "late")], clock=clock)],
+        name="inner",
+        max_retries=0,
+        clock=clock,
+    )
+    outer = FallbackAgent([inner, Scripted("backup", ["ok"])], attempt_timeout=5, clock=clock)
+    r = await outer.run("x")
+    assert r.handled_by == "backup" and isinstance(r.attempts[0].error, ProviderTimeout)
+    with pytest.raises(ValueError, match="nested FallbackAgent"):
+        FallbackAgent([inner, Scripted("b", ["ok"])], policies={"inner": RetryPolicy()})

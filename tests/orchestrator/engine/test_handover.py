@@ -15,8 +15,7 @@ from orchestrator.errors import (
     ServerError,
 )
 from orchestrator.testing import FakeClock
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 async def test_before_fallback_redacts_a_copy_only(clock: FakeClock) -> None:
@@ -206,3 +205,12 @@ async def test_on_fallback_may_take_the_reason_as_a_fourth_argument(clock: FakeC
         clock=clock,
     ).run("x")
     assert seen == [("a", "b", "rate_limited")]
+
+
+async def test_outer_accept_judges_nested_replies(clock: FakeClock) -> None:
+    inner = FallbackAgent([Scripted("cheap", ["BAD"])], name="regional", clock=clock)
+    outer = FallbackAgent(
+        [inner, Scripted("premium", ["GOOD"])], clock=clock, accept=lambda r: r.text != "BAD"
+    )
+    r = await outer.run("x")
+    assert r.text == "GOOD" and r.attempts[0].reason == "rejected"

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from orchestrator import FallbackAgent, Request
+from orchestrator.errors import AuthenticationFailed
 from orchestrator.health import RedisHealthStore
 from providers import FunctionProvider
 
@@ -180,3 +181,30 @@ async def test_redis_store_stopping_its_listener_does_not_swallow_cancellation()
     with pytest.raises(asyncio.CancelledError):
         await stopping
     release.set()
+
+
+async def test_retry_on_predicate_never_retries_cancellation() -> None:
+    calls = 0
+
+    async def primary(req: Request) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("boom")
+        await asyncio.sleep(10)
+        return "late"
+
+    agent = FallbackAgent(
+        [FunctionProvider(primary)],
+        max_retries=3,
+        retry_strategy="none",
+        retry_on=lambda e: not isinstance(e, AuthenticationFailed),
+    )
+    task = asyncio.create_task(agent.run("x"))
+    while calls < 2:
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert calls == 2

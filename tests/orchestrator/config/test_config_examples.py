@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.config import load_config
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 ENV = {
     "OPENAI_API_KEY": "k",
     "ANTHROPIC_API_KEY": "k",

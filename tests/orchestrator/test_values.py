@@ -182,3 +182,10 @@ def test_the_package_loads_its_names_lazily_and_all_of_them() -> None:
     assert set(orchestrator._LAZY) == set(orchestrator.__all__)
     for name in orchestrator.__all__:
         assert getattr(orchestrator, name) is not None
+
+
+def test_policy_errors_name_the_argument_as_passed() -> None:
+    with pytest.raises(ValueError, match=r"RetryPolicy\.delay"):
+        RetryPolicy(delay=-1)
+    with pytest.raises(ValueError, match=r"RetryPolicy\.strategy"):
+        RetryPolicy(strategy="fibonacci")

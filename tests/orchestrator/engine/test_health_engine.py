@@ -14,8 +14,7 @@ from orchestrator.errors import (
 )
 from orchestrator.health import CircuitBreaker, MemoryHealthStore, RetryBudget
 from orchestrator.testing import FakeClock, capture_events
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 def store(clock: FakeClock, **circuit: object) -> MemoryHealthStore:

@@ -22,7 +22,7 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import SimulatedServer
-from tests.providers.test_http_matrix import call
+from tests.providers.http.test_http_matrix import call
 
 VENDORS: dict[str, Any] = {
     "openai": OpenAIChat,

@@ -8,10 +8,10 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ProviderTimeout, ServerError
+from orchestrator.health import CircuitBreaker, MemoryHealthStore
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
@@ -141,3 +141,54 @@ async def test_cancelling_during_backoff_sleep() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert calls == 1 and fired == []
+
+
+def store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
+    return MemoryHealthStore(
+        circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
+    )
+
+
+async def test_hooks_that_use_up_the_deadline_do_not_start_or_blame_the_next_child(
+    clock: FakeClock,
+) -> None:
+    backup = Scripted("backup", ["ok"])
+    health = store(clock, threshold=1)
+    agent = FallbackAgent(
+        [Scripted("a", [RuntimeError("x")]), backup],
+        max_retries=0,
+        timeout=5.0,
+        clock=clock,
+        health=health,
+        on_fallback=lambda f, t, e: clock.advance(10),
+    )
+    with pytest.raises(FallbackError):
+        await agent.run("x")
+    assert backup.calls == 0 and health.snapshot("backup").state == "closed"
+
+
+async def test_deadline_timeouts_do_not_count_against_the_provider(clock: FakeClock) -> None:
+    health = store(clock, threshold=1)
+    slow = Scripted("slow", [("sleep", 100.0, "late")], clock=clock)
+    agent = FallbackAgent([slow], timeout=5.0, health=health, clock=clock)
+    with pytest.raises(FallbackError) as info:
+        await agent.run("x")
+    assert info.value.attempts[0].reason == "deadline"
+    assert health.snapshot("slow").state == "closed"
+
+
+async def test_fake_clock_cuts_an_attempt_whose_deadline_already_passed() -> None:
+    clock = FakeClock()
+    hang = Scripted("hang", [("sleep", 1000.0, "late")], clock=clock)
+    agent = FallbackAgent(
+        [Scripted("a", [RuntimeError("x")]), hang],
+        max_retries=0,
+        timeout=5,
+        clock=clock,
+        before_fallback=lambda r, why: (clock.advance(10), r)[1],
+    )
+    with pytest.raises(FallbackError):
+        await agent.run("x")
+    assert hang.calls == 0
+    with pytest.raises(ValueError, match="timeout"):
+        await agent.run("x", timeout=0)

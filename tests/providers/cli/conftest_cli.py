@@ -11,7 +11,7 @@ from pathlib import Path
 BIN = Path(__file__).resolve().parent / "bin"
 STANDIN = str(BIN / "standin.py")
 FAKE_AGENT = str(BIN / "fake_agent.py")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLI_PREFIX = REPO / ".cli-agents"
 
 

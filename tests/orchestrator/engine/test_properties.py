@@ -17,8 +17,7 @@ from orchestrator.errors import (
     ServerError,
 )
 from orchestrator.testing import FakeClock
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 FAILURES = [
     lambda: ServerError("5xx"),

@@ -22,8 +22,7 @@ from orchestrator.errors import (
 )
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
-
-from .conftest import Scripted
+from tests.conftest import Scripted
 
 
 async def test_first_success_wins_and_later_children_are_not_called(clock: FakeClock) -> None:
@@ -448,3 +447,37 @@ async def test_request_values_reach_providers(clock: FakeClock) -> None:
     assert a.requests[0] is req
     await FallbackAgent([a], clock=clock).run("plain")
     assert a.requests[1].prompt == "plain"
+
+
+async def test_sync_callable_returning_a_coroutine_is_awaited() -> None:
+    async def model(req: Request) -> str:
+        return "answer"
+
+    agent = FallbackAgent([FunctionProvider(lambda r: model(r), name="lam")])
+    assert (await agent.run("x")).text == "answer"
+
+
+async def test_an_oversized_reply_falls_over_at_once_without_retries(clock: FakeClock) -> None:
+    from orchestrator.errors import InvalidOutput, ResponseTooLarge
+
+    big = Scripted("big", [ResponseTooLarge("reply over max_response_bytes", provider="big")])
+    ok = Scripted("ok", ["fine"])
+    agent = FallbackAgent(
+        [big, ok], max_retries=3, retry_strategy="none", schema_retries=2, clock=clock
+    )
+    result = await agent.run("x")
+    assert result.text == "fine" and result.handled_by == "ok"
+    assert big.calls == 1, "an oversized reply is not asked for again"
+    first = result.attempts[0]
+    assert isinstance(first.error, ResponseTooLarge) and isinstance(first.error, InvalidOutput)
+    assert first.reason == "invalid_output"
+
+
+async def test_exhausted_nested_chain_hands_over_even_with_fallback_on(clock: FakeClock) -> None:
+    inner = FallbackAgent(
+        [Scripted("down", [ServerError("x")])], name="eu", max_retries=0, clock=clock
+    )
+    outer = FallbackAgent(
+        [inner, Scripted("backup", ["ok"])], fallback_on=(ServerError,), max_retries=0, clock=clock
+    )
+    assert (await outer.run("x")).handled_by == "backup"
