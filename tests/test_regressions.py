@@ -14,6 +14,7 @@ from orchestrator import (
     HookError,
     Phase,
     Request,
+    Response,
     RetryPolicy,
     Step,
     Stop,
@@ -71,20 +72,34 @@ def store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
 async def test_retries_stop_when_the_circuit_opens_and_a_probe_is_never_retried(
     clock: FakeClock,
 ) -> None:
-    primary = Scripted("primary", [ServerError("down")])
+    # The breaker counts calls, not attempts: a call's own retries never open its circuit;
+    # other calls failing meanwhile do, and then this one stops at its next retry.
+    health = store(clock)
+
+    class Primary:
+        name, calls = "primary", 0
+
+        async def complete(self, request: Request) -> Response:
+            self.calls += 1
+            if self.calls == 2:  # meanwhile three other calls to it fail: its circuit opens
+                for _ in range(3):
+                    health.record_failure("primary")
+            raise ServerError("down")
+
+    primary = Primary()
     agent = FallbackAgent(
         [primary, Scripted("backup", ["ok"])],
         max_retries=5,
         retry_strategy="none",
-        health=store(clock),
+        health=health,
         clock=clock,
     )
     r = await agent.run("x")
-    assert primary.calls == 3
-    assert r.attempts[2].note == "circuit open: no more retries"
+    assert primary.calls == 2
+    assert r.attempts[1].note == "circuit open: no more retries"
     clock.advance(31)
     r = await agent.run("x")
-    assert primary.calls == 4  # the single probe, not retried
+    assert primary.calls == 3  # the single probe, not retried
     assert r.attempts[0].note == "half-open probe"
 
 
