@@ -9,8 +9,8 @@ exponential backoff of 5 ms (short so the run stays short; the schedule does
 not change what is counted). Each scenario runs twice, without a health store
 and with a fresh default ``MemoryHealthStore()``, and prints both.
 
-1. ``flaky``: each route fails independently 30% of the time
-   (``Fault.flaky(0.3)`` -> 503); ``--calls`` calls (default 20,000) with 100 in
+1. ``flaky``: each route fails independently 30% of the time (``Fault.flaky(0.3)``
+   -> 503; ``--flaky-rate`` changes it); ``--calls`` calls (default 20,000) with 100 in
    flight. Prints calls, failed calls (and in how many of them the store cut a
    retry or skipped a provider), upstream requests, and this process's RSS at
    the start and the end. A call fails when all 8 tries fail (0.3**8: about 1.3
@@ -22,7 +22,7 @@ and with a fresh default ``MemoryHealthStore()``, and prints both.
 3. ``all-down``: both answer 503 to everything; 100 in flight for
    ``--down-seconds`` (default 3.5 s). Prints the requests both received.
 
-Run: ``.venv/bin/python bench/health_soak.py [--calls 20000] [--only flaky]``
+Run: ``.venv/bin/python bench/health_soak.py [--calls 20000] [--flaky-rate 0.3] [--only flaky]``
 (about a minute on a shared 2-core machine).
 """
 
@@ -112,13 +112,16 @@ async def drive(fallback: FallbackAgent, more: Callable[[], bool]) -> tuple[int,
     return calls, failed, by_health
 
 
-async def flaky(sim: Sim, n: int) -> None:
+async def flaky(sim: Sim, n: int, rate: float) -> None:
     print(
-        f"\n# flaky: {n} calls, 2 providers each failing 30% independently, {IN_FLIGHT} in flight"
+        f"\n# flaky: {n} calls, 2 providers each failing {rate:.0%} independently, "
+        f"{IN_FLIGHT} in flight"
     )
     for health in (False, True):
         set_faults(
-            sim, {"flaky": 0.3, "seed": 1, "fault": FAIL}, {"flaky": 0.3, "seed": 2, "fault": FAIL}
+            sim,
+            {"flaky": rate, "seed": 1, "fault": FAIL},
+            {"flaky": rate, "seed": 2, "fault": FAIL},
         )
         fallback = agent(sim, health)
         started = 0
@@ -158,7 +161,7 @@ async def main(args: argparse.Namespace) -> None:
     sim = Sim()
     try:
         if args.only in (None, "flaky"):
-            await flaky(sim, args.calls)
+            await flaky(sim, args.calls, args.flaky_rate)
         if args.only in (None, "dead"):
             await timed(
                 sim, "dead primary (100% 503), healthy secondary", args.dead_seconds, FAIL, "ok"
@@ -173,6 +176,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--flaky-rate", type=float, default=0.3)
     parser.add_argument("--dead-seconds", type=float, default=10.0)
     parser.add_argument("--down-seconds", type=float, default=3.5)
     parser.add_argument("--only", choices=["flaky", "dead", "all-down"])

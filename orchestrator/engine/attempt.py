@@ -30,7 +30,15 @@ if TYPE_CHECKING:
     from orchestrator.engine.run import Run
     from orchestrator.policy import RetryPolicy
 
-__all__ = ["AttemptLog", "attempt", "call_hook", "schema_adapter", "schema_json", "skipped"]
+__all__ = [
+    "AttemptLog",
+    "attempt",
+    "call_hook",
+    "report_call",
+    "schema_adapter",
+    "schema_json",
+    "skipped",
+]
 
 
 async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
@@ -59,21 +67,30 @@ def schema_json(schema: Any) -> dict[str, Any]:
     return out
 
 
+#: What the last attempt tells the health store about its provider, once the call ends:
+#: ``SUCCEEDED``, a counted failure (``(True, retry_after)``), or ``None`` (nothing).
+Verdict = tuple[bool, float | None]
+SUCCEEDED: Verdict = (False, None)
+
+
 class AttemptLog:
     """Every attempt of one run, in order, and what the next one should note.
 
     ``note`` waits for the next recorded attempt (a half-open probe, a last-resort
-    call); ``deadline_passed`` is set when an attempt ran into the run's deadline.
-    A nested chain keeps a log of its own, added to the outer one when it ends.
+    call); ``deadline_passed`` is set when an attempt ran into the run's deadline;
+    ``verdict`` is what the latest attempt says of its provider's health (see
+    :func:`report_call`). A nested chain keeps a log of its own, added to the
+    outer one when it ends.
     """
 
-    __slots__ = ("attempts", "deadline_passed", "note", "started")
+    __slots__ = ("attempts", "deadline_passed", "note", "started", "verdict")
 
     def __init__(self, started: float) -> None:
         self.started = started
         self.attempts: list[Attempt] = []
         self.note: str | None = None
         self.deadline_passed = False
+        self.verdict: Verdict | None = None
 
     def add(self, attempt: Attempt) -> None:
         """Record ``attempt`` (built with the pending ``note``, which it uses up)."""
@@ -94,9 +111,13 @@ async def attempt(
 ) -> Result | BaseException:
     """Call ``child`` once; returns its Result or its error, recorded in ``run.log`` either way.
 
-    ``policy`` decides what a failure tells the health store; ``probe`` marks the
-    half-open probe, whose answer resolves the circuit even when it is refused.
+    ``policy`` decides what a failure would tell the health store; ``probe`` marks
+    the half-open probe, whose answer resolves the circuit even when it is refused.
+    Nothing is told yet: the attempt leaves its verdict in ``run.log.verdict`` and
+    the call (this attempt and its retries) reports only the last one
+    (:func:`report_call`).
     """
+    run.log.verdict = None
     clock = run.agent.clock
     t0 = clock.now()
     wall = clock.wall()
@@ -172,9 +193,7 @@ async def _check(
     if agent.accept is not None and not await call_hook("accept", agent.accept, result):
         return None, Rejected("the accept check refused the reply", provider=name)
     log.add(attempt)
-    store = agent.health_store
-    if store is not None:
-        store.record_success(name)
+    log.verdict = SUCCEEDED
     events.emit(
         "debug",
         "attempt_succeeded",
@@ -195,24 +214,24 @@ def _record_failure(
     policy: RetryPolicy,
     probe: bool,
 ) -> None:
-    """Record a failed attempt (``when``: its number, wall start, duration) and tell the store."""
+    """Record a failed attempt (``when``: its number, wall start, duration) and its verdict."""
     number, wall, duration = when
     log = run.log
     reason = "deadline" if log.deadline_passed else reason_of(error)
     usage = response.usage if response is not None else None
     cost = response.cost_usd if response is not None else None
     log.add(Attempt(name, error, number, wall, duration, reason, usage, cost, log.note))
-    store = run.agent.health_store
-    if store is not None and not log.deadline_passed:  # our own deadline is not its fault
+    if not log.deadline_passed:  # our own deadline is not its fault
         if _counts_for_health(error):
             # A Retry-After the policy waits out is a normal retry, not a reason to open
-            # the circuit; only one it refuses to wait for keeps the provider away.
+            # the circuit; only one it refuses to wait for keeps the provider away (and
+            # ends the call: such an error is never retried, so it is reported at once).
             waited = policy.allows_retry_after(error)
-            store.record_failure(name, retry_after=None if waited else policy.retry_after_of(error))
+            log.verdict = (True, None if waited else policy.retry_after_of(error))
         elif probe and (response is not None or isinstance(error, TerminalError)):
             # The probe got an answer (refused, off-schema, a guardrail): the provider is
             # up. Resolve the probe so the circuit does not stay half-open.
-            store.record_success(name)
+            log.verdict = SUCCEEDED
     events.emit(
         "info",
         "attempt_failed",
@@ -223,6 +242,25 @@ def _record_failure(
         duration=duration,
         **events.error_fields(error),
     )
+
+
+def report_call(run: Run, name: str) -> None:
+    """Tell the health store how the call to ``name`` (its first attempt and retries) ended.
+
+    The breaker judges a provider by its calls, not its attempts: a call failed
+    when its last attempt left a counted failure, succeeded when it answered. A
+    provider failing 50% of attempts at random answers 94% of calls with three
+    retries; counted per attempt it looked down and every circuit opened.
+    """
+    verdict, run.log.verdict = run.log.verdict, None
+    store = run.agent.health_store
+    if store is None or verdict is None:
+        return
+    failed, retry_after = verdict
+    if failed:
+        store.record_failure(name, retry_after=retry_after)
+    else:
+        store.record_success(name)
 
 
 def skipped(run: Run, name: str, open_until: float | None) -> CircuitOpen:

@@ -11,12 +11,20 @@ and one Result; tenacity is only set up when a retry is actually needed.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import events
-from orchestrator.engine.attempt import AttemptLog, attempt, call_hook, schema_json, skipped
+from orchestrator.engine.attempt import (
+    AttemptLog,
+    attempt,
+    call_hook,
+    report_call,
+    schema_json,
+    skipped,
+)
 from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.retrying import retry
@@ -303,19 +311,38 @@ class ProviderChild:
         return store.admit(self.name)
 
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
-        """Try the provider (and retry it); a Result, or the error to hand over with."""
-        provider, policy = self.provider, self.policy
-        outcome = await attempt(run, provider, request, 1, policy, via == "probe")
+        """Try the provider (and retry it); a Result, or the error to hand over with.
+
+        The health store hears once per call, how its last attempt ended
+        (:func:`~orchestrator.engine.attempt.report_call`), not once per attempt.
+        A cancelled call tells it nothing.
+        """
+        try:
+            outcome = await self._call(run, request, via)
+        except asyncio.CancelledError:
+            run.log.verdict = None
+            raise
+        finally:
+            report_call(run, self.name)
         if isinstance(outcome, Result):
             return outcome
+        return run.leave(self.name, outcome)
+
+    async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
+        """The first attempt and, if it failed and may be retried, the retries."""
+        provider, policy = self.provider, self.policy
+        outcome = await attempt(run, provider, request, 1, policy, via == "probe")
         # A half-open probe is one request, never retried: the circuit decides on it.
-        if policy.max_retries > 0 and via != "probe" and run.retryable(outcome, policy):
+        if (
+            not isinstance(outcome, Result)
+            and policy.max_retries > 0
+            and via != "probe"
+            and run.retryable(outcome, policy)
+        ):
             outcome = await retry(
                 run, provider, request, outcome, policy, last_resort=via == "last_resort"
             )
-            if isinstance(outcome, Result):
-                return outcome
-        return run.leave(self.name, outcome)
+        return outcome
 
 
 class ChainChild:

@@ -2,10 +2,12 @@
 
 The engine asks a :class:`HealthStore` before each call (``admit``), tells it
 how the call went (``record_success`` / ``record_failure``), counts each run
-(``record_request``) and asks before each retry (``try_acquire_retry``). The
-engine decides what counts: only transient and unusable failures are recorded;
-guardrail refusals, invalid requests, cancellations and hook errors never are.
-The store just records what it is told.
+(``record_request``) and asks before each retry (``try_acquire_retry``). A call
+is the first attempt on a provider plus its retries in one run, reported once
+when it ends: it failed if it was left with a counted failure, it succeeded if
+it answered. The engine decides what counts: only transient and unusable
+failures are recorded; guardrail refusals, invalid requests, cancellations and
+hook errors never are. The store just records what it is told.
 
 Health must never make availability worse, so the defaults are conservative:
 
@@ -13,6 +15,10 @@ Health must never make availability worse, so the defaults are conservative:
   under concurrency: at least half of the last 30 s of calls failed, counted
   once there are 100 of them (:class:`CircuitBreaker`; "N failures in a row"
   is available but off, since concurrent calls interleave their failures).
+  Calls, not attempts: a provider failing half its attempts answers 94% of its
+  calls with three retries, and is not down. 100 stays the minimum because with
+  ``max_retries=0`` a call is one attempt, and from 20 a 30%-flaky provider
+  would reach 50% failures in a fresh window with 6.5% chance (0.003% from 100).
 - A ``Retry-After`` the child's policy waits out (``max_retry_after``) is a
   normal retry; only a longer one opens the circuit, for at most
   ``max_cooldown`` (600 s).
@@ -21,7 +27,9 @@ Health must never make availability worse, so the defaults are conservative:
   call per provider is in flight (others fail fast without a request), and its
   success closes the circuit.
 - The retry budget (:class:`RetryBudget`, 50% of requests plus 10/s) covers
-  the retries of a provider failing up to a third of its calls.
+  the retries of a provider failing up to a third of its attempts (only retries
+  spend it, never a first attempt); beyond that it deliberately refuses
+  retries, the guard against retry storms: raise its ``ratio`` for flakier ones.
 
 - :class:`MemoryHealthStore`: one process (the default, see :func:`default_health_store`).
 - :class:`RedisHealthStore`: many processes and hosts share circuits, cooldowns

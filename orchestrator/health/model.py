@@ -44,6 +44,14 @@ def _fraction(owner: str, name: str, value: object, *, low_open: bool) -> float:
 class CircuitBreaker:
     """When a provider's circuit opens and for how long.
 
+    The breaker judges a provider by its calls, not its attempts. One call is
+    the first attempt on a child plus its retries in the same run: it failed
+    when it was left with a counted failure (every try spent, or the retries
+    cut short), it succeeded when it answered. A provider failing half its
+    attempts at random answers 94% of its calls with ``max_retries=3``: it is
+    flaky, not down, and the engine tells the store one outcome per call so it
+    is never read as down. (With ``max_retries=0`` a call is one attempt.)
+
     By default the circuit opens on evidence, never on coincidence: when at
     least ``failure_ratio`` (default 0.5) of the calls recorded over the last
     ``window`` seconds (default 30) failed, counted only once that window holds
@@ -51,12 +59,32 @@ class CircuitBreaker:
     ratio over many calls is robust to concurrency: a provider failing 30% of
     calls at random fails about 30% of any large window, whereas "3 failures in
     a row" happens every few dozen completions and would trip every circuit at
-    once. The minimum matters as much as the ratio: a 30%-flaky provider reaches
-    50% failures somewhere in a fresh window with 7% chance when counting from
-    20 calls, 0.3% from 50, and 0.005% from 100. The price: a provider needs 100
-    recorded calls within ``window`` before its circuit can open (a dead one is
-    skipped after about 100 failed attempts; below ~3 attempts a second the
-    ratio never opens it, and the chain just falls over as without health).
+    once. The minimum matters as much as the ratio. The chance that a provider
+    whose attempts fail at random (rate ``f``) reaches 50% failed calls somewhere
+    in a fresh window of 3,000 calls, by ``min_calls`` (a call fails with
+    probability ``f ** (1 + max_retries)``)::
+
+        f    max_retries   min_calls=20   50         100
+        30%  0             6.5%           0.3%       0.003%
+        30%  1..3          3e-6 or less   1e-13      6e-26
+        40%  0             37%            16%        4.4%
+        40%  1             0.05%          3e-8       4e-15
+        50%  1             1.8%           0.02%      9e-8
+        50%  2             6e-5           2e-10      1e-19
+        50%  3             1e-7           2e-17      3e-33
+
+    With retries a smaller minimum would be safe, but with ``max_retries=0`` a
+    call is one attempt and 20 would trip a 30%-flaky provider in one fresh
+    window in 15, so the default stays 100. Under concurrency it costs little:
+    the calls in flight when a dead provider starts failing make their attempts
+    whatever the minimum (measured at 200 in flight and ``max_retries=3``: about
+    410 requests to a dead provider with 20, 430 with 100), and stop at their
+    next retry once it opens. The price is at low traffic: a provider needs
+    100 recorded calls within ``window`` before its circuit can open (below
+    ~3 calls a second the ratio never opens it, and the chain just falls over
+    as without health). A provider failing half its calls or more
+    (``f ** (1 + max_retries) >= failure_ratio``, e.g. 50% with ``max_retries=0``)
+    is treated as down: that is what the ratio means.
 
     ``failure_threshold`` (off by default, ``None``) adds the classic rule: that
     many consecutive failures, in the order calls complete, a success resetting
@@ -138,11 +166,23 @@ class RetryBudget:
     Why 50% and not Finagle's 20%: here an empty budget does not just fail the
     call, it hands it to the next provider with fewer tries, so a budget below
     what a flaky-but-up provider needs makes availability worse. A provider
-    failing a fraction ``f`` of calls at random needs ``f + f**2 + ...`` retries
-    per call (0.42 at 30%, with ``max_retries=3``), at most ``f / (1 - f)``: 50%
-    covers every provider failing up to a third of its calls, while a storm
-    (a provider failing everything before its circuit opens) is still capped at
-    1.5x the calls instead of ``1 + max_retries`` times.
+    failing a fraction ``f`` of attempts at random needs ``f + f**2 + ...``
+    retries per call (0.42 at 30%, with ``max_retries=3``), at most
+    ``f / (1 - f)``: 50% covers every provider failing up to a third of its
+    attempts, whatever ``max_retries`` (about 34% with ``max_retries=3``, where
+    ``f + f**2 + f**3`` reaches 0.5), while a storm (a provider failing
+    everything before its circuit opens) is still capped at 1.5x the calls
+    instead of ``1 + max_retries`` times. Only retries spend it: a child's first
+    attempt (also after a fall-over) never takes a token nor waits for one.
+
+    Beyond that the budget is what makes a store fail more calls than none, by
+    design (it is the guard against retry storms): measured on one frozen window
+    with two providers, ``max_retries=3``, 100 in flight and 5,000 calls, 40%
+    flaky fails 3-5 calls without a store and 107-147 with the default budget,
+    50% flaky 18-22 and 486-562; above ~1/3 the ``min_per_second`` floor covers
+    only low traffic. Raise ``ratio`` (1.0 covers up to half) for providers that
+    flaky: with ``ratio=1.0`` both cases fail exactly as many calls as without
+    a store.
     """
 
     ratio: float
@@ -222,11 +262,20 @@ class HealthStore(Protocol):
         ...
 
     def record_success(self, provider: str) -> None:
-        """A call to ``provider`` succeeded; closes a half-open circuit."""
+        """A call to ``provider`` succeeded; closes a half-open circuit.
+
+        A call is a first attempt and its retries on that provider in one run:
+        the engine reports it once, when it ends, never once per attempt.
+        """
         ...
 
     def record_failure(self, provider: str, *, retry_after: float | None = None) -> None:
-        """A call to ``provider`` failed in a way that counts; may open the circuit."""
+        """A call to ``provider`` ended with a failure that counts; may open the circuit.
+
+        Once per call (after its retries), as :meth:`record_success`.
+        ``retry_after`` is set only for a ``Retry-After`` the engine would not
+        wait for; it opens the circuit at once (capped at ``max_cooldown``).
+        """
         ...
 
     def record_request(self) -> None:

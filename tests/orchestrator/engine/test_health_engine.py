@@ -184,3 +184,29 @@ async def test_a_nested_chain_on_the_same_store_counts_one_request(clock: FakeCl
     outer = FallbackAgent([inner], name="outer", health=shared, clock=clock)
     await outer.run("x")
     assert Counting.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("script", "recent"),
+    [
+        ([ServerError("blip"), ServerError("blip"), "ok"], (1, 0)),  # retries answered
+        ([ServerError("down")] * 3, (1, 1)),  # left with a counted failure
+    ],
+)
+async def test_the_breaker_counts_calls_not_attempts(
+    clock: FakeClock, script: list[object], recent: tuple[int, int]
+) -> None:
+    # One call is the first attempt plus its retries on that child: one outcome for the
+    # breaker, however many attempts it took (issue 8 section 1).
+    health = store(clock)
+    agent = FallbackAgent(
+        [Scripted("a", script), Scripted("b", ["backup"])],
+        max_retries=2,
+        retry_strategy="none",
+        health=health,
+        clock=clock,
+    )
+    await agent.run("x")
+    snap = health.snapshot("a")
+    assert (snap.recent_calls, snap.recent_failures) == recent
+    assert snap.consecutive_failures == recent[1]

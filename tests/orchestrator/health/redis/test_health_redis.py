@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import pytest
 import redis.asyncio as aioredis
 
+from orchestrator import FallbackAgent, Request, Response
+from orchestrator.errors import ServerError
 from orchestrator.health import CircuitBreaker, RedisHealthStore, RetryBudget
 from orchestrator.testing import capture_events
 
@@ -360,3 +362,29 @@ async def _process_b(url: str, prefix: str, ready: object, go: object) -> float:
         return time.time()
     finally:
         await store.aclose()
+
+
+async def test_the_shared_window_counts_calls_not_attempts(
+    redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
+) -> None:
+    # The engine tells every store one outcome per call (first attempt plus retries), so
+    # the shared window in Redis counts calls as the local mirror does.
+
+    class TwoBlipsThenOk:
+        name, calls = "p", 0
+
+        async def complete(self, request: Request) -> Response:
+            self.calls += 1
+            if self.calls in (2, 3):  # the first run answers; the second after two blips
+                raise ServerError("blip")
+            return Response("ok")
+
+    a = new_store(stores, redis_server.url, prefix, budget=RetryBudget(min_per_second=1000))
+    b = new_store(stores, redis_server.url, prefix)
+    agent = FallbackAgent([TwoBlipsThenOk()], max_retries=3, retry_strategy="none", health=a)
+    for _ in range(2):
+        assert (await agent.run("x")).handled_by == "p"
+    assert agent.children[0].calls == 4  # type: ignore[attr-defined]
+    await wait_for(lambda: b.snapshot("p").recent_calls == 2, timeout=1.0)
+    seen = b.snapshot("p")
+    assert (seen.recent_calls, seen.recent_failures) == (2, 0)
