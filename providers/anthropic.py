@@ -22,7 +22,6 @@ from providers.http.base import (
     VendorProvider,
     dig,
     join_url,
-    load_json,
     schema_name,
     tokens,
 )
@@ -199,7 +198,7 @@ class AnthropicMessages(VendorProvider):
         model: str | None = None
         stop: str | None = None
         async for event in self.post_events(self._url, payload):
-            data = load_json(event.data, provider=self.name, what="stream event")
+            data = await self.event_json(event)
             kind = data.get("type", event.event) if isinstance(data, Mapping) else None
             if kind == "message_stop":
                 done = True

@@ -9,6 +9,7 @@ human queue, an internal service, a cached answer.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -47,7 +48,7 @@ from orchestrator.units import seconds
 from providers.http.base import (
     BAD_SHAPE,
     cost_of,
-    load_json,
+    load_json_async,
     parse_json,
     tokens,
     validate_price,
@@ -304,6 +305,7 @@ class HTTPFallback(ClientHolder):
         body = json.dumps(handover_payload(request)).encode()
         transport = self._transport or shared_client()
         failure: ProviderError | None = None
+        deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
         try:
             reply = await transport.post(
                 self.url, headers, body, self.timeout, max_bytes=self.max_response_bytes
@@ -325,7 +327,10 @@ class HTTPFallback(ClientHolder):
             raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
-        return self._parse(load_json(reply.body, provider=self.name))
+        data = await load_json_async(
+            reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
+        )
+        return self._parse(data)
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """The whole reply as one chunk, then the Response (the endpoint does not stream)."""

@@ -27,7 +27,6 @@ from providers.http.base import (
     VendorProvider,
     dig,
     join_url,
-    load_json,
     schema_name,
     tokens,
 )
@@ -195,7 +194,7 @@ class OpenAIChat(VendorProvider):
             if event.data == "[DONE]":
                 done = True
                 break
-            chunk = load_json(event.data, provider=self.name, what="stream event")
+            chunk = await self.event_json(event)
             if not isinstance(chunk, Mapping):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in chunk:

@@ -24,7 +24,6 @@ from providers.http.base import (
     VendorProvider,
     dig,
     join_url,
-    load_json,
     tokens,
 )
 from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
@@ -180,7 +179,7 @@ class GeminiGenerate(VendorProvider):
         finish: str | None = None
         saw_content = False
         async for event in self.post_events(self._stream_url, self.payload(request)):
-            data = load_json(event.data, provider=self.name, what="stream event")
+            data = await self.event_json(event)
             if not isinstance(data, Mapping):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in data:

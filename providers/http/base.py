@@ -12,6 +12,7 @@ of a credential header, or the prompt.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -41,18 +42,21 @@ from providers.http.client import (
     shared_client,
 )
 from providers.http.errors import map_transport_error, redacted, short
-from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+from providers.http.safe_json import MAX_JSON_DEPTH, MAX_JSON_TOKENS, parse_json
 from providers.http.sse import SSEEvent, sse_events
 
 __all__ = [
     "BAD_SHAPE",
     "MAX_JSON_DEPTH",
+    "MAX_JSON_TOKENS",
+    "OFF_LOOP_BYTES",
     "Missing",
     "VendorProvider",
     "cost_of",
     "dig",
     "join_url",
     "load_json",
+    "load_json_async",
     "parse_json",
     "schema_name",
     "tokens",
@@ -123,6 +127,38 @@ def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
             f"{what} is not valid JSON ({reason}, {len(data)} bytes)", provider=provider
         )
     raise failure
+
+
+OFF_LOOP_BYTES = 1 << 20
+"""Documents longer than this (1 MiB) are parsed in a worker thread by
+:func:`load_json_async`; a healthy reply is a few KB and is parsed in place."""
+
+
+async def load_json_async(
+    data: bytes | str,
+    *,
+    provider: str,
+    what: str = "reply",
+    deadline: float | None = None,
+    timeout: float = 0.0,
+) -> Any:
+    """:func:`load_json`, off the event loop for a document over :data:`OFF_LOOP_BYTES`
+    and within ``deadline`` (``loop.time()`` seconds; the attempt's end): past it,
+    ``ProviderTimeout`` naming ``timeout``, the attempt's length.
+
+    The scan and the parse are bounded (:data:`MAX_JSON_TOKENS`), so a thread
+    abandoned at the deadline ends soon after; between the scan's steps, and at
+    each number parsed, the loop gets the interpreter back.
+    """
+    if len(data) <= OFF_LOOP_BYTES:
+        return load_json(data, provider=provider, what=what)
+    failure: ProviderError | None = None
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await asyncio.to_thread(load_json, data, provider=provider, what=what)
+    except TimeoutError:
+        failure = map_transport_error(True, "", provider=provider, timeout=timeout)
+    raise failure  # not in the except block: no TimeoutError as context
 
 
 def join_url(base: str, path: str) -> str:
@@ -303,6 +339,7 @@ class VendorProvider(ClientHolder):
         headers = self.request_headers()
         transport = self._transport or shared_client()
         failure: ProviderError | None = None
+        deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
         try:
             reply = await transport.post(
                 url,
@@ -319,7 +356,14 @@ class VendorProvider(ClientHolder):
             raise failure  # not in the except block, where the library's error is the context
         if not 200 <= reply.status < 300:
             raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
-        return load_json(reply.body, provider=self.name)
+        return await load_json_async(
+            reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
+        )
+
+    async def event_json(self, event: SSEEvent) -> Any:
+        """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
+        large one is parsed off the event loop (:func:`load_json_async`)."""
+        return await load_json_async(event.data, provider=self.name, what="stream event")
 
     async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
         """POST ``payload`` and yield the reply's server-sent events; every failure mapped.

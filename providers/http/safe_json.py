@@ -4,39 +4,77 @@ Every reply body, stream event and error body an HTTP provider reads goes
 through :func:`parse_json`. Plain ``json.loads`` accepts ``NaN``, ``Infinity``
 and ``1e999`` (an ``inf`` that later fails ``int()`` with ``OverflowError``) and
 recurses once per nesting level (``RecursionError`` on ``[[[[...``).
+
+What parsing costs is bounded too, not only the bytes: 31 KB of gzip inflate to
+31 MiB of ``[],[],...``, ten million lists (900 MB and seconds of CPU, all of it
+inside one C call that holds the event loop). A document may hold at most
+:data:`MAX_JSON_TOKENS` structural tokens (``[ ] { } , :`` outside strings),
+counted before parsing by a linear, string-aware scan, so the worst document
+accepted costs a bounded number of objects whatever its size in bytes; a
+legitimate reply near the byte cap is mostly string text and has few tokens.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "parse_json"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_JSON_TOKENS", "parse_json"]
 
 MAX_JSON_DEPTH = 512
 """Deepest nesting of arrays and objects accepted in a document from the network (real
 replies nest a few dozen levels; the C parser's own limit is the interpreter's stack)."""
 
-# A string, or an unterminated one up to the end: the match never fails once it has
-# started at a quote, so no quote is scanned twice (a failing match restarted at each
-# escaped quote of an unclosed string, which took quadratic time).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
-_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the four brackets
+MAX_JSON_TOKENS = 1 << 20
+"""Most structural tokens (``[ ] { } , :`` outside strings) a document from the network
+may hold: 1,048,576, so at most about a million values and keys. A value costs the
+parser 30-100 bytes and 30-250 ns, so the costliest document accepted takes about
+100 MB and a fraction of a second; a chat reply holds a few hundred tokens, and a
+32 MiB reply of text a handful."""
+
+_TOKENS = b"[]{},:"
+_NOT_TOKENS = bytes(range(256)).translate(None, _TOKENS)  # every byte but the tokens
 _STEP = [0] * 256
 _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
+_WINDOW = 1 << 18
+"""Bytes scanned per step of :func:`_too_costly` (each step a few C calls)."""
 
 
-def _too_deep(data: bytes) -> bool:
-    """True when ``data`` nests arrays/objects deeper than :data:`MAX_JSON_DEPTH`.
+def _too_costly(data: bytes, max_tokens: int, max_depth: int) -> str | None:
+    """Why ``data`` (a JSON document as UTF-8) is refused before parsing, or None.
 
-    Linear time and no recursion: cut out strings (brackets in text are not
-    nesting), keep only brackets, and take the highest running depth.
+    Linear time, no recursion, and no work per string beyond C-speed splitting:
+    escaped backslashes, then escaped quotes, are removed (a run of backslashes
+    is read in pairs from the left, as JSON reads it), so every quote left opens
+    or closes a string; then, window by window, text between quotes at odd
+    positions is dropped and the tokens left are counted and their nesting
+    followed. Exact for valid JSON; for invalid JSON exact up to its first error,
+    which is where the parser stops.
     """
-    shape = _STRING.sub(b"", data).translate(None, _BRACKETS)
-    return max(accumulate(map(_STEP.__getitem__, shape)), default=0) > MAX_JSON_DEPTH
+    shape = data.translate(None, _NOT_TOKENS)  # C-speed: with strings, an upper bound
+    if len(shape) <= max_tokens and shape.count(b"[") + shape.count(b"{") <= max_depth:
+        return None
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    tokens = depth = 0
+    inside = False  # whether the window starts inside a string
+    for start in range(0, len(data), _WINDOW):
+        parts = data[start : start + _WINDOW].split(b'"')
+        outside = b"".join(parts[1::2] if inside else parts[::2])
+        inside ^= len(parts) % 2 == 0  # an odd number of quotes
+        window = outside.translate(None, _NOT_TOKENS)
+        tokens += len(window)
+        if tokens > max_tokens:
+            return f"more than {max_tokens} structural tokens ([]{{}},:) outside strings"
+        brackets = window.translate(None, b",:")
+        if brackets:
+            levels = list(accumulate(map(_STEP.__getitem__, brackets), initial=depth))
+            if max(levels) > max_depth:
+                return f"nested deeper than {max_depth} levels"
+            depth = levels[-1]
+    return None
 
 
 def _finite(text: str) -> float:
@@ -55,20 +93,27 @@ _DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
 
 def parse_json(data: bytes | str) -> Any:
     """Parse a document from the network, strictly: ``ValueError`` when it is not JSON,
-    nests deeper than :data:`MAX_JSON_DEPTH`, or holds ``NaN``, ``Infinity`` or a number
-    that overflows a float (``1e999``), so no ``int(inf)`` can fail later.
+    nests deeper than :data:`MAX_JSON_DEPTH`, holds more than :data:`MAX_JSON_TOKENS`
+    structural tokens, or holds ``NaN``, ``Infinity`` or a number that overflows a
+    float (``1e999``), so no ``int(inf)`` can fail later.
 
     Every document read from upstream goes through here (reply, stream event, error body).
+    A small document with few brackets (a healthy reply) skips the scan: a document of
+    at most :data:`MAX_JSON_TOKENS` characters cannot hold more tokens, and one with at
+    most :data:`MAX_JSON_DEPTH` opening brackets cannot nest deeper.
     """
+    utf8: bytes | None = None  # the document as UTF-8, when it came so
     if isinstance(data, bytes):
-        text = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads does
+        encoding = json.detect_encoding(data)
+        text = data.decode(encoding, "surrogatepass")  # as json.loads does
+        utf8 = data if encoding == "utf-8" else None
     else:
         text = data
-    # Counting brackets is C-speed; only a document with many of them is scanned.
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _too_deep(
-        text.encode("utf-8", "surrogatepass")
-    ):
-        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    if len(text) > MAX_JSON_TOKENS or text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        raw = text.encode("utf-8", "surrogatepass") if utf8 is None else utf8
+        reason = _too_costly(raw, MAX_JSON_TOKENS, MAX_JSON_DEPTH)
+        if reason is not None:
+            raise ValueError(reason)
     try:
         return _DECODER.decode(text)
     except RecursionError:  # cannot happen after the scan; kept so nothing else escapes
