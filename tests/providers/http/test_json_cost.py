@@ -26,9 +26,9 @@ from orchestrator.types import Request
 from providers.http.base import MAX_JSON_TOKENS, load_json
 from providers.http.safe_json import MAX_JSON_DEPTH, _too_costly, parse_json
 from providers.simulated import Fault, SimulatedServer
-from tests.providers.test_http_matrix import call, make
+from tests.providers.http.test_http_matrix import call, make
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _tokens(count: int) -> str:
@@ -166,7 +166,7 @@ def test_a_small_reply_skips_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _probe(scenario: str, route: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.providers._json_cost_probe", scenario, route],
+        [sys.executable, "-m", "tests.providers.http._json_cost_probe", scenario, route],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """One costly reply over loopback, measured in a process of its own (run by test_json_cost).
 
-``python -m tests.providers._json_cost_probe SCENARIO ROUTE`` starts a tiny raw HTTP
+``python -m tests.providers.http._json_cost_probe SCENARIO ROUTE`` starts a tiny raw HTTP
 server on 127.0.0.1, calls one provider once, and prints a JSON line: the outcome
 (error class or "ok"), seconds taken, peak RSS growth (MB) and the event loop's
 longest stall (a ticker's largest gap, seconds).
