@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
@@ -20,13 +19,13 @@ from providers.http.base import (
     BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     load_json,
     schema_name,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
 
@@ -70,28 +69,14 @@ class AnthropicMessages(VendorProvider):
         model: str,
         *,
         base_url: str = "https://api.anthropic.com",
-        api_key: str | Secret | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(
             model,
             base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
+            **settings,
         )
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")

@@ -9,8 +9,7 @@ asked for with ``response_format: {"type": "json_schema", ...}``; streams use
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
@@ -25,13 +24,14 @@ from providers.http.base import (
     BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     load_json,
     schema_name,
+    stream_error_status,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_openai_error, short
 from providers.http.spec import VendorSpec
 
@@ -63,27 +63,13 @@ class OpenAIChat(VendorProvider):
         model: str,
         *,
         base_url: str = "https://api.openai.com/v1",
-        api_key: str | Secret | None = None,
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_tokens_param: str = "max_tokens",
+        **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(
             model,
             base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
+            **settings,
         )
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
@@ -199,7 +185,7 @@ class OpenAIChat(VendorProvider):
             if not isinstance(chunk, Mapping):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in chunk:
-                code = dig_status(chunk)
+                code = stream_error_status(chunk)
                 raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
             failure: InvalidOutput | None = None
             try:
@@ -222,13 +208,6 @@ class OpenAIChat(VendorProvider):
         if not saw_choice:
             raise InvalidOutput("stream carried no choices", provider=self.name)
         yield self.response("".join(parts), usage, model, finish)
-
-
-def dig_status(chunk: Mapping[str, Any]) -> int:
-    """The HTTP-like status of an in-stream ``{"error": ...}`` event (500 when not given)."""
-    err = chunk.get("error")
-    code = err.get("code") if isinstance(err, Mapping) else None
-    return code if isinstance(code, int) and 400 <= code <= 599 else 500
 
 
 # -- the chain file's ``type: openai`` ---------------------------------------------

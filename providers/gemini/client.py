@@ -10,8 +10,7 @@ message is sent as a ``model`` turn to continue from.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
@@ -22,12 +21,13 @@ from providers.http.base import (
     BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     load_json,
+    stream_error_status,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
 
@@ -78,27 +78,13 @@ class GeminiGenerate(VendorProvider):
         model: str,
         *,
         base_url: str = "https://generativelanguage.googleapis.com",
-        api_key: str | Secret | None = None,
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        **settings: Unpack[VendorSettings],
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model
         super().__init__(
             model_id,
             base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
+            **settings,
         )
         root = f"/v1beta/models/{self.model}"
         self._url = join_url(self.base_url, f"{root}:generateContent")
@@ -184,7 +170,7 @@ class GeminiGenerate(VendorProvider):
             if not isinstance(data, Mapping):
                 raise InvalidOutput("stream event is not a JSON object", provider=self.name)
             if "error" in data:
-                code = dig_code(data)
+                code = stream_error_status(data)
                 raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
             failure: InvalidOutput | None = None
             try:
@@ -215,13 +201,6 @@ class GeminiGenerate(VendorProvider):
         if not saw_content:
             raise InvalidOutput("stream carried no candidates[0].content", provider=self.name)
         yield self.response("".join(parts), usage, model, finish)
-
-
-def dig_code(data: Mapping[str, Any]) -> int:
-    """The HTTP status of an in-stream ``{"error": {"code": ...}}`` (500 when not given)."""
-    err = data.get("error")
-    code = err.get("code") if isinstance(err, Mapping) else None
-    return code if isinstance(code, int) and 400 <= code <= 599 else 500
 
 
 # -- the chain file's ``type: gemini`` ---------------------------------------------

@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.errors import (
@@ -49,12 +49,14 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "Missing",
     "VendorProvider",
+    "VendorSettings",
     "cost_of",
     "dig",
     "join_url",
     "load_json",
     "parse_json",
     "schema_name",
+    "stream_error_status",
     "tokens",
     "validate_price",
 ]
@@ -160,6 +162,28 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
 
+def stream_error_status(event: Mapping[str, Any]) -> int:
+    """The HTTP-like status of an in-stream ``{"error": {"code": ...}}`` event (500 when
+    not given or not an HTTP error status)."""
+    err = event.get("error")
+    code = err.get("code") if isinstance(err, Mapping) else None
+    return code if isinstance(code, int) and 400 <= code <= 599 else 500
+
+
+class VendorSettings(TypedDict, total=False):
+    """The keyword arguments every vendor provider takes besides ``model`` and
+    ``base_url`` (see :class:`VendorProvider` for their defaults and meaning)."""
+
+    api_key: str | Secret | None
+    name: str | None
+    timeout: float | timedelta
+    price: tuple[float, float] | None
+    client: Any
+    allow_insecure_http: bool
+    extra_headers: Mapping[str, str] | None
+    max_response_bytes: int
+
+
 class VendorProvider(ClientHolder):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
@@ -177,13 +201,13 @@ class VendorProvider(ClientHolder):
         model: str,
         *,
         base_url: str,
-        api_key: str | Secret | None,
-        name: str | None,
-        timeout: float | timedelta,
-        price: tuple[float, float] | None,
-        client: Any,
-        allow_insecure_http: bool,
-        extra_headers: Mapping[str, str] | None,
+        api_key: str | Secret | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         cls = type(self).__name__
