@@ -164,11 +164,7 @@ class AnthropicMessages(VendorProvider):
         """One Messages call; every failure raised as an ``orchestrator.errors`` class."""
         payload, prefill = self.payload(request, stream=False)
         data = await self.post_json(self._url, payload)
-        try:
-            return self.parse(data, request.json_schema is not None, prefill)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data, request.json_schema is not None, prefill)
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text (or, for structured output, tool-input JSON) deltas, then the Response.

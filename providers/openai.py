@@ -21,15 +21,12 @@ from orchestrator.errors import (
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.http.base import (
-    BAD_SHAPE,
     Missing,
     VendorProvider,
     VendorSettings,
     dig,
     join_url,
-    load_json,
     schema_name,
-    stream_error_status,
     tokens,
 )
 from providers.http.errors import map_openai_error, short
@@ -140,11 +137,7 @@ class OpenAIChat(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request, stream=False))
-        try:
-            return self.parse(data)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data)
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
@@ -181,21 +174,10 @@ class OpenAIChat(VendorProvider):
             if event.data == "[DONE]":
                 done = True
                 break
-            chunk = load_json(event.data, provider=self.name, what="stream event")
-            if not isinstance(chunk, Mapping):
-                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
-            if "error" in chunk:
-                code = stream_error_status(chunk)
-                raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
-            failure: InvalidOutput | None = None
-            try:
-                usage = _usage(chunk) or usage
-                model = chunk.get("model") or model
-                texts, saw, finish = self._deltas(chunk, finish)
-            except BAD_SHAPE as exc:
-                failure = self.invalid(exc)
-            if failure is not None:
-                raise failure  # not in the except block, where exc would be the context
+            chunk = self.stream_event(event)
+            usage = self.parsed(_usage, chunk) or usage
+            model = chunk.get("model") or model
+            texts, saw, finish = self.parsed(self._deltas, chunk, finish)
             saw_choice = saw_choice or saw
             for text in texts:
                 parts.append(text)

@@ -18,14 +18,11 @@ from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.gemini.schema import gemini_schema
 from providers.http.base import (
-    BAD_SHAPE,
     Missing,
     VendorProvider,
     VendorSettings,
     dig,
     join_url,
-    load_json,
-    stream_error_status,
     tokens,
 )
 from providers.http.errors import map_gemini_error
@@ -60,6 +57,20 @@ def _text(parts: Any) -> str:
     return "".join(
         str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and not p.get("thought")
     )
+
+
+def _first_candidate(data: Mapping[str, Any]) -> tuple[str | None, Any]:
+    """(the text of a stream chunk's ``candidates[0].content``, None when it has none;
+    its ``finishReason``)."""
+    candidates = data.get("candidates")
+    candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
+    if not isinstance(candidate, Mapping):
+        return None, None
+    content = candidate.get("content")
+    text = None
+    if isinstance(content, Mapping) and "parts" in content:
+        text = _text(content["parts"])
+    return text, candidate.get("finishReason")
 
 
 class GeminiGenerate(VendorProvider):
@@ -148,11 +159,7 @@ class GeminiGenerate(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One generateContent call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request))
-        try:
-            return self.parse(data)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data)
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text as it arrives, then the final Response.
@@ -166,31 +173,13 @@ class GeminiGenerate(VendorProvider):
         finish: str | None = None
         saw_content = False
         async for event in self.post_events(self._stream_url, self.payload(request)):
-            data = load_json(event.data, provider=self.name, what="stream event")
-            if not isinstance(data, Mapping):
-                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
-            if "error" in data:
-                code = stream_error_status(data)
-                raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
-            failure: InvalidOutput | None = None
-            try:
-                self._check_blocked(data)
-                usage = _usage(data) or usage
-                model = data.get("modelVersion") or model
-                candidates = data.get("candidates")
-                candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
-                if not isinstance(candidate, Mapping):
-                    continue
-                content = candidate.get("content")
-                text = ""
-                if isinstance(content, Mapping) and "parts" in content:
-                    saw_content = True
-                    text = _text(content["parts"])
-                finish = candidate.get("finishReason") or finish
-            except BAD_SHAPE as exc:
-                failure = self.invalid(exc)
-            if failure is not None:
-                raise failure  # not in the except block, where exc would be the context
+            data = self.stream_event(event)
+            self.parsed(self._check_blocked, data)
+            usage = self.parsed(_usage, data) or usage
+            model = data.get("modelVersion") or model
+            text, chunk_finish = self.parsed(_first_candidate, data)
+            saw_content = saw_content or text is not None
+            finish = chunk_finish or finish
             if text:
                 parts.append(text)
                 yield text

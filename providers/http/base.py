@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, ParamSpec, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.errors import (
@@ -56,12 +56,13 @@ __all__ = [
     "load_json",
     "parse_json",
     "schema_name",
-    "stream_error_status",
     "tokens",
     "validate_price",
 ]
 
 ErrorMapper = Callable[..., ProviderError]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Missing(Exception):
@@ -160,14 +161,6 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
     if usage is None or price is None:
         return None
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
-
-
-def stream_error_status(event: Mapping[str, Any]) -> int:
-    """The HTTP-like status of an in-stream ``{"error": {"code": ...}}`` event (500 when
-    not given or not an HTTP error status)."""
-    err = event.get("error")
-    code = err.get("code") if isinstance(err, Mapping) else None
-    return code if isinstance(code, int) and 400 <= code <= 599 else 500
 
 
 class VendorSettings(TypedDict, total=False):
@@ -378,6 +371,30 @@ class VendorProvider(ClientHolder):
             failure = self._transport_failure(exc, streaming=True)
         if failure is not None:
             raise failure  # not in the except block, where the library's error is the context
+
+    def stream_event(self, event: SSEEvent) -> Mapping[str, Any]:
+        """A stream event's JSON object (``InvalidOutput`` when it is not one); an
+        in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error` maps
+        that code (500 when not given or not an HTTP error status)."""
+        data = load_json(event.data, provider=self.name, what="stream event")
+        if not isinstance(data, Mapping):
+            raise InvalidOutput("stream event is not a JSON object", provider=self.name)
+        if "error" in data:
+            err = data.get("error")
+            code = err.get("code") if isinstance(err, Mapping) else None
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+            raise self.map_error(status, {}, data)
+        return data
+
+    def parsed(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read(*args, **kwargs)``, a reply of the wrong shape (one of :data:`BAD_SHAPE`)
+        raised as :meth:`invalid` describes it."""
+        failure: InvalidOutput | None = None
+        try:
+            return read(*args, **kwargs)
+        except BAD_SHAPE as exc:
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
