@@ -73,11 +73,7 @@ class AnthropicMessages(VendorProvider):
         anthropic_version: str = "2023-06-01",
         **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            **settings,
-        )
+        super().__init__(model, base_url=base_url, **settings)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens

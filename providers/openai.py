@@ -63,11 +63,7 @@ class OpenAIChat(VendorProvider):
         max_tokens_param: str = "max_tokens",
         **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            **settings,
-        )
+        super().__init__(model, base_url=base_url, **settings)
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "

@@ -92,11 +92,7 @@ class GeminiGenerate(VendorProvider):
         **settings: Unpack[VendorSettings],
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model
-        super().__init__(
-            model_id,
-            base_url=base_url,
-            **settings,
-        )
+        super().__init__(model_id, base_url=base_url, **settings)
         root = f"/v1beta/models/{self.model}"
         self._url = join_url(self.base_url, f"{root}:generateContent")
         self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
