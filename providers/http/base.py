@@ -24,7 +24,6 @@ from orchestrator.errors import (
     InvalidOutput,
     ProviderError,
     StreamInterrupted,
-    UnusableError,
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
@@ -35,12 +34,9 @@ from providers.http.body import (
     BodyTooLarge,
     check_max_bytes,
 )
-from providers.http.client import (
-    ClientHolder,
-    TransportError,
-    shared_client,
-)
-from providers.http.errors import map_transport_error, redacted, short
+from providers.http.caller import HTTPCaller, error_body
+from providers.http.client import TransportError, shared_client
+from providers.http.errors import redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.sse import SSEEvent, sse_events
 
@@ -177,7 +173,7 @@ class VendorSettings(TypedDict, total=False):
     max_response_bytes: int
 
 
-class VendorProvider(ClientHolder):
+class VendorProvider(HTTPCaller):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -292,50 +288,12 @@ class VendorProvider(ClientHolder):
             cost_usd=cost_of(usage, self.price),
         )
 
-    def _error_body(self, body: bytes) -> Any:
-        try:
-            return parse_json(body)
-        except ValueError:
-            return None
-
-    def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
-        """The taxonomy error for ``exc``, the library's exception described as its cause
-        (:func:`redacted`); raise it outside the ``except`` block."""
-        detail = short(str(exc), self.secrets())
-        if exc.refused:
-            err: ProviderError = UnusableError(detail, provider=self.name)
-        else:
-            err = map_transport_error(
-                exc.timed_out,
-                detail,
-                provider=self.name,
-                timeout=self.timeout,
-                streaming=streaming and exc.after_headers,
-            )
-        err.__cause__ = redacted(exc.__cause__ or exc, self.secrets())
-        return err
-
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
         """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
         headers = self.request_headers()
-        transport = self._transport or shared_client()
-        failure: ProviderError | None = None
-        try:
-            reply = await transport.post(
-                url,
-                headers,
-                json.dumps(payload).encode(),
-                self.timeout,
-                max_bytes=self.max_response_bytes,
-            )
-        except BodyTooLarge as exc:
-            raise exc.taxonomy(self.name) from exc
-        except TransportError as exc:
-            failure = self._transport_failure(exc, streaming=False)
-        if failure is not None:
-            raise failure  # not in the except block, where the library's error is the context
+        reply = await self.post_reply(url, headers, json.dumps(payload).encode(), self.secrets)
         if not 200 <= reply.status < 300:
-            raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
+            raise self.map_error(reply.status, reply.headers, error_body(reply.body))
         return load_json(reply.body, provider=self.name)
 
     async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
@@ -357,7 +315,7 @@ class VendorProvider(ClientHolder):
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
-                    raise self.map_error(reply.status, reply.headers, self._error_body(body))
+                    raise self.map_error(reply.status, reply.headers, error_body(body))
                 async for event in sse_events(reply.chunks(), max_bytes=limit):
                     if not event.complete and not _whole(event.data):
                         raise StreamInterrupted(
@@ -368,7 +326,7 @@ class VendorProvider(ClientHolder):
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
-            failure = self._transport_failure(exc, streaming=True)
+            failure = self.transport_failure(exc, self.secrets(), streaming=True)
         if failure is not None:
             raise failure  # not in the except block, where the library's error is the context
 
