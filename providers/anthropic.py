@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, PositiveInt, given
-from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.http.base import (
@@ -212,13 +212,9 @@ class AnthropicMessages(VendorProvider):
                 parts.append(text)
                 yield text
         if not done:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without message_stop", provider=self.name
-            )
+            raise self.unfinished(parts, "message_stop")
         if json_mode and not parts:
-            raise InvalidOutput(
-                "stream carried no tool input (structured output)", provider=self.name
-            )
+            raise self.empty_stream("tool input (structured output)")
         usage_out = Usage(input_tokens, output_tokens) if saw_usage else None
         yield self.response("".join(parts), usage_out, model, stop)
 

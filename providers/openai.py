@@ -14,9 +14,7 @@ from typing import Any, Literal, Unpack
 from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
-    InvalidOutput,
     ProviderError,
-    StreamInterrupted,
 )
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
@@ -179,12 +177,9 @@ class OpenAIChat(VendorProvider):
                 parts.append(text)
                 yield text
         if not done and finish is None:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without finish_reason or [DONE]",
-                provider=self.name,
-            )
+            raise self.unfinished(parts, "finish_reason or [DONE]")
         if not saw_choice:
-            raise InvalidOutput("stream carried no choices", provider=self.name)
+            raise self.empty_stream("choices")
         yield self.response("".join(parts), usage, model, finish)
 
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext
-from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from orchestrator.errors import GuardrailTriggered, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.gemini.schema import gemini_schema
@@ -180,11 +180,9 @@ class GeminiGenerate(VendorProvider):
                 parts.append(text)
                 yield text
         if finish is None:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without finishReason", provider=self.name
-            )
+            raise self.unfinished(parts, "finishReason")
         if not saw_content:
-            raise InvalidOutput("stream carried no candidates[0].content", provider=self.name)
+            raise self.empty_stream("candidates[0].content")
         yield self.response("".join(parts), usage, model, finish)
 
 

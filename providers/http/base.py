@@ -344,6 +344,16 @@ class VendorProvider(HTTPCaller):
             raise self.map_error(status, {}, data)
         return data
 
+    def unfinished(self, parts: list[str], marker: str) -> StreamInterrupted:
+        """The error for a stream that ended after ``parts`` without its end ``marker``."""
+        return StreamInterrupted(
+            f"stream ended after {len(parts)} chunks without {marker}", provider=self.name
+        )
+
+    def empty_stream(self, what: str) -> InvalidOutput:
+        """The error for a stream that ended well but carried no ``what``."""
+        return InvalidOutput(f"stream carried no {what}", provider=self.name)
+
     def parsed(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``read(*args, **kwargs)``, a reply of the wrong shape (one of :data:`BAD_SHAPE`)
         raised as :meth:`invalid` describes it."""
