@@ -51,6 +51,15 @@ class Scripted:
         return Response(str(item))
 
 
+async def wait_until_cancelled(cancelled: asyncio.Event) -> None:
+    """Wait forever; when cancelled, set ``cancelled`` and let the cancellation go on."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
+
+
 @pytest.fixture
 def scripted() -> type[Scripted]:
     return Scripted

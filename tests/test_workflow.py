@@ -11,7 +11,7 @@ from orchestrator.errors import ServerError
 from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
 
-from .conftest import Scripted
+from .conftest import Scripted, wait_until_cancelled
 
 
 def echo(name: str, log: list[str] | None = None) -> FallbackAgent:
@@ -138,11 +138,7 @@ async def test_parallel_failure_cancels_siblings_and_leaks_nothing() -> None:
     cancelled = asyncio.Event()
 
     async def hang(req: Request) -> str:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+        await wait_until_cancelled(cancelled)
         return "never"
 
     bad = FallbackAgent([Scripted("down", [ServerError("x")])], max_retries=0)
