@@ -114,7 +114,11 @@ class Transport(Protocol):
         body: bytes,
         timeout: float,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply: ...
+    ) -> RawReply:
+        """The whole reply. By default ``stream`` read to its end: a transport that
+        subclasses this protocol inherits it, or overrides it with a faster path."""
+        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
+            return RawReply(reply.status, reply.headers, await reply.read())
 
     def stream(
         self,
