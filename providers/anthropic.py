@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, PositiveInt, given
-from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.http.base import (
     BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     schema_name,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
 
@@ -69,29 +68,11 @@ class AnthropicMessages(VendorProvider):
         model: str,
         *,
         base_url: str = "https://api.anthropic.com",
-        api_key: str | Secret | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(model, base_url=base_url, **settings)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
@@ -178,11 +159,7 @@ class AnthropicMessages(VendorProvider):
         """One Messages call; every failure raised as an ``orchestrator.errors`` class."""
         payload, prefill = self.payload(request, stream=False)
         data = await self.post_json(self._url, payload)
-        try:
-            return self.parse(data, request.json_schema is not None, prefill)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data, request.json_schema is not None, prefill)
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text (or, for structured output, tool-input JSON) deltas, then the Response.
@@ -234,13 +211,9 @@ class AnthropicMessages(VendorProvider):
                 parts.append(text)
                 yield text
         if not done:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without message_stop", provider=self.name
-            )
+            raise self.unfinished(parts, "message_stop")
         if json_mode and not parts:
-            raise InvalidOutput(
-                "stream carried no tool input (structured output)", provider=self.name
-            )
+            raise self.empty_stream("tool input (structured output)")
         usage_out = Usage(input_tokens, output_tokens) if saw_usage else None
         yield self.response("".join(parts), usage_out, model, stop)
 

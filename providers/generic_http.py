@@ -32,7 +32,6 @@ from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
     ProviderError,
-    UnusableError,
 )
 from orchestrator.secrets import (
     Secret,
@@ -49,26 +48,15 @@ from providers.http.base import (
     BAD_SHAPE,
     cost_of,
     load_json_async,
-    parse_json,
     tokens,
     validate_price,
 )
-from providers.http.body import (
-    ACCEPT_ENCODING,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    BodyTooLarge,
-    check_max_bytes,
-)
-from providers.http.client import (
-    ClientHolder,
-    TransportError,
-    shared_client,
-)
+from providers.http.body import ACCEPT_ENCODING, DEFAULT_MAX_RESPONSE_BYTES, check_max_bytes
+from providers.http.caller import HTTPCaller, error_body
 from providers.http.errors import (
     Redacted,
     error_fields,
     map_openai_error,
-    map_transport_error,
     redacted,
     short,
 )
@@ -108,7 +96,7 @@ def handover_payload(request: Request) -> dict[str, Any]:
     }
 
 
-class HTTPFallback(ClientHolder):
+class HTTPFallback(HTTPCaller):
     """POST the request to ``url`` and use the ``text`` of the JSON reply.
 
     ``headers`` is a dict or a sync/async callable returning one (called on
@@ -226,10 +214,7 @@ class HTTPFallback(ClientHolder):
     ) -> ProviderError:
         # The OpenAI-style {"error": {"message", "type", "code"}} body is the common
         # convention; its hints (quota, context length) refine the status.
-        try:
-            parsed = parse_json(body)
-        except ValueError:
-            parsed = None
+        parsed = error_body(body)
         err = map_openai_error(status, headers, parsed, provider=self.name, key=secrets)
         vendor = short(error_fields(parsed)[0], secrets)
         if 300 <= status <= 399:
@@ -303,28 +288,8 @@ class HTTPFallback(ClientHolder):
         """POST the request; every failure raised as an ``orchestrator.errors`` class."""
         headers = await self._request_headers()
         body = json.dumps(handover_payload(request)).encode()
-        transport = self._transport or shared_client()
-        failure: ProviderError | None = None
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
-        try:
-            reply = await transport.post(
-                self.url, headers, body, self.timeout, max_bytes=self.max_response_bytes
-            )
-        except BodyTooLarge as exc:
-            raise exc.taxonomy(self.name) from exc
-        except TransportError as exc:
-            secrets = self._secrets(headers)
-            detail = short(str(exc), secrets)
-            failure = (
-                UnusableError(detail, provider=self.name)
-                if exc.refused
-                else map_transport_error(
-                    exc.timed_out, detail, provider=self.name, timeout=self.timeout
-                )
-            )
-            failure.__cause__ = redacted(exc.__cause__ or exc, secrets)
-        if failure is not None:
-            raise failure  # not in the except block, where the library's error is the context
+        reply = await self.post_reply(self.url, headers, body, lambda: self._secrets(headers))
         if not 200 <= reply.status < 300:
             raise self._error(reply.status, reply.headers, reply.body, self._secrets(headers))
         data = await load_json_async(

@@ -9,28 +9,24 @@ asked for with ``response_format: {"type": "json_schema", ...}``; streams use
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
-    InvalidOutput,
     ProviderError,
-    StreamInterrupted,
 )
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.http.base import (
-    BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     schema_name,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_openai_error, short
 from providers.http.spec import VendorSpec
 
@@ -62,28 +58,10 @@ class OpenAIChat(VendorProvider):
         model: str,
         *,
         base_url: str = "https://api.openai.com/v1",
-        api_key: str | Secret | None = None,
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         max_tokens_param: str = "max_tokens",
+        **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(model, base_url=base_url, **settings)
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "
@@ -153,11 +131,7 @@ class OpenAIChat(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request, stream=False))
-        try:
-            return self.parse(data)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data)
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
@@ -194,40 +168,19 @@ class OpenAIChat(VendorProvider):
             if event.data == "[DONE]":
                 done = True
                 break
-            chunk = await self.event_json(event)
-            if not isinstance(chunk, Mapping):
-                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
-            if "error" in chunk:
-                code = dig_status(chunk)
-                raise map_openai_error(code, {}, chunk, provider=self.name, key=self.secrets())
-            failure: InvalidOutput | None = None
-            try:
-                usage = _usage(chunk) or usage
-                model = chunk.get("model") or model
-                texts, saw, finish = self._deltas(chunk, finish)
-            except BAD_SHAPE as exc:
-                failure = self.invalid(exc)
-            if failure is not None:
-                raise failure  # not in the except block, where exc would be the context
+            chunk = await self.stream_event(event)
+            usage = self.parsed(_usage, chunk) or usage
+            model = chunk.get("model") or model
+            texts, saw, finish = self.parsed(self._deltas, chunk, finish)
             saw_choice = saw_choice or saw
             for text in texts:
                 parts.append(text)
                 yield text
         if not done and finish is None:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without finish_reason or [DONE]",
-                provider=self.name,
-            )
+            raise self.unfinished(parts, "finish_reason or [DONE]")
         if not saw_choice:
-            raise InvalidOutput("stream carried no choices", provider=self.name)
+            raise self.empty_stream("choices")
         yield self.response("".join(parts), usage, model, finish)
-
-
-def dig_status(chunk: Mapping[str, Any]) -> int:
-    """The HTTP-like status of an in-stream ``{"error": ...}`` event (500 when not given)."""
-    err = chunk.get("error")
-    code = err.get("code") if isinstance(err, Mapping) else None
-    return code if isinstance(code, int) and 400 <= code <= 599 else 500
 
 
 # -- the chain file's ``type: openai`` ---------------------------------------------

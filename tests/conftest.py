@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import textwrap
+import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +52,30 @@ class Scripted:
         if isinstance(item, Response):
             return item
         return Response(str(item))
+
+
+def hooks_module(directory: Path, prefix: str, source: str) -> str:
+    """Write ``source`` as a module of a fresh name (``<prefix>_<hex>``) in ``directory``,
+    so that no test imports another's cached module; returns the name."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    (directory / f"{name}.py").write_text(source)
+    return name
+
+
+def write_chain(directory: Path, text: str, name: str = "chain.yaml") -> Path:
+    """``text`` (dedented) as the chain file ``name`` in ``directory``."""
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+async def wait_until_cancelled(cancelled: asyncio.Event) -> None:
+    """Wait forever; when cancelled, set ``cancelled`` and let the cancellation go on."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        cancelled.set()
+        raise
 
 
 @pytest.fixture

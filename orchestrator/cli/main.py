@@ -23,7 +23,8 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, NoReturn, TextIO
@@ -208,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             code: int = args.handler(args)
             return code
     except KeyboardInterrupt:
+        # A Ctrl-C may land between making a coroutine and running it (inside asyncio.run's
+        # set-up): after it, "never awaited" is expected, not news for the user.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
         print("failover: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except UsageError as exc:
@@ -229,29 +233,28 @@ def _read_prompt(prompt: str | None, stdin: TextIO) -> str:
     return text.rstrip("\n")
 
 
+def _names(names: Mapping[str, Any]) -> str:
+    return ", ".join(names) or "(none)"
+
+
 def _target(args: argparse.Namespace, config: Config) -> tuple[str, str]:
     """("agent" | "workflow", name), chosen from the flags or the file's only entry."""
-    if args.workflow is not None:
-        if args.workflow not in config.workflows:
-            raise UsageError(
-                f"{config.path}: no workflow {args.workflow!r}; "
-                f"workflows: {', '.join(config.workflows) or '(none)'}"
-            )
-        return "workflow", args.workflow
-    if args.agent is not None:
-        if args.agent not in config.agents:
-            raise UsageError(
-                f"{config.path}: no agent {args.agent!r}; "
-                f"agents: {', '.join(config.agents) or '(none)'}"
-            )
-        return "agent", args.agent
+    for kind, wanted, declared in (
+        ("workflow", args.workflow, config.workflows),
+        ("agent", args.agent, config.agents),
+    ):
+        if wanted is None:
+            continue
+        if wanted not in declared:
+            raise UsageError(f"{config.path}: no {kind} {wanted!r}; {kind}s: {_names(declared)}")
+        return kind, wanted
     if len(config.agents) == 1:
         return "agent", next(iter(config.agents))
     if not config.agents and len(config.workflows) == 1:
         return "workflow", next(iter(config.workflows))
     raise UsageError(
-        f"{config.path} declares agents {', '.join(config.agents) or '(none)'} and workflows "
-        f"{', '.join(config.workflows) or '(none)'}; choose one with --agent or --workflow"
+        f"{config.path} declares agents {_names(config.agents)} and workflows "
+        f"{_names(config.workflows)}; choose one with --agent or --workflow"
     )
 
 

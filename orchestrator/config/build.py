@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator.config.hooks import callable_at as _callable
 from orchestrator.config.hooks import import_object
 from orchestrator.config.hooks import matcher as _matcher
-from orchestrator.config.problems import ConfigError, Path, Problem, field_path
+from orchestrator.config.problems import ConfigError, Path, Problem, field_path, value_at
 from orchestrator.config.schema import AgentSpec, ChainSpec, ChildSpec, WorkflowSpec
 from orchestrator.config.scrub import EnvValues, constructor_problem
 from orchestrator.config.source import Source
@@ -59,17 +59,6 @@ def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, A
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
     return out
-
-
-def _raw(data: Any, path: Path) -> Any:
-    for part in path:
-        if isinstance(data, Mapping):
-            data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            data = data[part]
-        else:
-            return None
-    return data
 
 
 def _names(items: Mapping[str, Any]) -> str:
@@ -127,7 +116,7 @@ def _child(
             (*path, "agent"), f"{target!r} names no agent; agents: {_names(spec.agents)}"
         )
     raise src.error(
-        (*path, "ref") if isinstance(_raw(src.data, path), Mapping) else path,
+        (*path, "ref") if isinstance(value_at(src.data, path), Mapping) else path,
         f"{target!r} names no provider or agent; providers: {_names(spec.providers)}; "
         f"agents: {_names(spec.agents)}",
     )

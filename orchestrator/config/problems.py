@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from orchestrator.errors import FailoverError
 
-__all__ = ["ConfigError", "Problem", "field_path"]
+__all__ = ["ConfigError", "Problem", "field_path", "value_at"]
 
 Path = tuple[str | int, ...]
+
+
+def value_at(data: Any, path: Path) -> Any:
+    """The raw value at ``path`` in a parsed file (None when the path does not exist)."""
+    for part in path:
+        if isinstance(data, Mapping):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
 
 
 def field_path(path: Path) -> str:

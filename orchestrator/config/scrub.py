@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from orchestrator.config.problems import Path, Problem
+from orchestrator.config.problems import Path, Problem, value_at
 from orchestrator.config.source import Source
 
 __all__ = ["EnvValues", "constructor_problem", "show_value"]
@@ -34,17 +34,6 @@ def show_value(path: Path, value: Any, env_paths: Mapping[Path, tuple[str, ...]]
     if isinstance(value, bool):
         return "true" if value else "false"
     return repr(value)
-
-
-def _lookup(data: Any, path: Path) -> Any:
-    for part in path:
-        if isinstance(data, Mapping):
-            data = data.get(part)
-        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
-            data = data[part]
-        else:
-            return None
-    return data
 
 
 def _url_parts(value: str) -> list[str]:
@@ -77,7 +66,7 @@ class EnvValues:
         for path, names in self.paths.items():
             if path[: len(under)] != under:
                 continue
-            value = _lookup(self.data, path)
+            value = value_at(self.data, path)
             if not isinstance(value, str) or not value:
                 continue
             label = "the value of " + ", ".join(f"${{{n}}}" for n in names)

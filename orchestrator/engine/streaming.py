@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.engine.delivery import Streamed
@@ -74,12 +73,7 @@ class StreamRun:
         text: str = item
         return text
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         task = self._task
         if task is not None and not task.done():
             await cancel_and_wait(task)  # the consumer's own cancellation still propagates

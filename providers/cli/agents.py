@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypedDict
 
 from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError, ResponseTooLarge
 from orchestrator.types import Request, Response
@@ -26,7 +27,16 @@ from providers.cli.classify import Redactor, classify_exit, clip
 from providers.cli.process import CLIOutput, run_process
 from providers.http.redact import Redacted
 
-__all__ = ["ENV_NAME", "CLIAgent", "CLIOutput", "ClassifyFn", "ParseFn", "Seconds", "render_prompt"]
+__all__ = [
+    "ENV_NAME",
+    "AgentOptions",
+    "CLIAgent",
+    "CLIOutput",
+    "ClassifyFn",
+    "ParseFn",
+    "Seconds",
+    "render_prompt",
+]
 
 ParseFn = Callable[[CLIOutput], Response | str]
 ClassifyFn = Callable[[CLIOutput], ProviderError | None]
@@ -50,6 +60,18 @@ def render_prompt(request: Request, *, include_system: bool = True) -> str:
     parts = [f"System: {system}"] if system else []
     parts += [f"{m.role.capitalize()}: {m.content}" for m in msgs]
     return "\n\n".join(parts)
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword arguments the ready-made agents (``ClaudeCode``, ``Codex``,
+    ``GeminiCLI``) pass on to :class:`CLIAgent` (see it for defaults and meaning)."""
+
+    cwd: str | os.PathLike[str] | None
+    env: Mapping[str, str | None] | None
+    timeout: Seconds
+    idle_timeout: Seconds | None
+    max_output_bytes: int
+    classify: ClassifyFn | None
 
 
 class CLIAgent:

@@ -2,7 +2,10 @@
 
 Each adds its tool's argv to :class:`~providers.cli.agents.CLIAgent`, reads its
 structured output, and switches off its own retries (retries happen in one
-layer: ours):
+layer: ours). Besides its own keywords each takes ``name`` and the
+:class:`~providers.cli.agents.AgentOptions` (``cwd``, ``env``, ``timeout``,
+``idle_timeout``, ``max_output_bytes``, ``classify``), passed on to ``CLIAgent``.
+Switching retries off:
 
 - claude: ``CLAUDE_CODE_MAX_RETRIES=0`` in the child's environment.
 - codex: a model provider defined on the command line with
@@ -15,12 +18,12 @@ layer: ours):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, Unpack
 
 from orchestrator.errors import ProviderError
 from orchestrator.types import Request, Response
-from providers.cli.agents import ENV_NAME, ClassifyFn, CLIAgent, Seconds, render_prompt
+from providers.cli.agents import ENV_NAME, AgentOptions, CLIAgent, render_prompt
 from providers.cli.classify import Redactor
 from providers.cli.formats import (
     classify_claude,
@@ -58,12 +61,7 @@ class ClaudeCode(CLIAgent):
         extra_args: Sequence[str] = (),
         executable: str = "claude",
         name: str = "claude-code",
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str | None] | None = None,
-        timeout: Seconds = 600.0,
-        idle_timeout: Seconds | None = None,
-        max_output_bytes: int = 4_000_000,
-        classify: ClassifyFn | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
         if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
             raise ValueError(f"ClaudeCode.max_turns: {max_turns!r} must be an int >= 1")
@@ -80,16 +78,7 @@ class ClaudeCode(CLIAgent):
             argv += ["--max-turns", str(max_turns)]
         if system_prompt:
             argv += ["--system-prompt", system_prompt]
-        super().__init__(
-            [*argv, *extra_args],
-            name=name,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            max_output_bytes=max_output_bytes,
-            classify=classify,
-        )
+        super().__init__([*argv, *extra_args], name=name, **options)
         self.model = model
         self.base_url = base_url
 
@@ -135,12 +124,7 @@ class Codex(CLIAgent):
         extra_args: Sequence[str] = (),
         executable: str = "codex",
         name: str = "codex",
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str | None] | None = None,
-        timeout: Seconds = 600.0,
-        idle_timeout: Seconds | None = None,
-        max_output_bytes: int = 4_000_000,
-        classify: ClassifyFn | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
         if not ENV_NAME.fullmatch(api_key_env):
             raise ValueError(
@@ -162,16 +146,7 @@ class Codex(CLIAgent):
             argv += ["-c", f"{key}={value}"]
         if model:
             argv += ["-m", model]
-        super().__init__(
-            [*argv, *extra_args, "-"],
-            name=name,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            max_output_bytes=max_output_bytes,
-            classify=classify,
-        )
+        super().__init__([*argv, *extra_args, "-"], name=name, **options)
         self.model = model
         self.base_url = base_url
 
@@ -208,28 +183,14 @@ class GeminiCLI(CLIAgent):
         extra_args: Sequence[str] = (),
         executable: str = "gemini",
         name: str = "gemini-cli",
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str | None] | None = None,
-        timeout: Seconds = 600.0,
-        idle_timeout: Seconds | None = None,
-        max_output_bytes: int = 4_000_000,
-        classify: ClassifyFn | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
         argv = [executable, "--output-format", "json"]
         if model:
             argv += ["-m", model]
         if skip_trust:
             argv.append("--skip-trust")
-        super().__init__(
-            [*argv, *extra_args, "-p", ""],
-            name=name,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            max_output_bytes=max_output_bytes,
-            classify=classify,
-        )
+        super().__init__([*argv, *extra_args, "-p", ""], name=name, **options)
         self.model = model
         self.base_url = base_url
         self.settings_dir = settings_dir

@@ -22,13 +22,14 @@ from orchestrator.config.spec import (
     given,
     value_problem,
 )
-from providers.cli.agents import ENV_NAME, CLIAgent
+from providers.cli.agents import ENV_NAME, AgentOptions, CLIAgent
 from providers.cli.presets import ClaudeCode, Codex, GeminiCLI
 
 __all__ = ["ClaudeCodeSpec", "CodexSpec", "CommandSpec", "GeminiCLISpec"]
 
-#: The keys every CLI type shares, passed to the constructor under the same names.
-_COMMON = ("cwd", "env", "timeout", "idle_timeout", "max_output_bytes")
+#: The keys every CLI type shares, passed to the constructor under the same names
+#: (``classify``, a hook path in the file, is resolved first).
+_COMMON = tuple(key for key in AgentOptions.__annotations__ if key != "classify")
 
 
 class _CLISpec(ProviderSpec):

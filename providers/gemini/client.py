@@ -10,23 +10,21 @@ message is sent as a ``model`` turn to continue from.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext
-from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError, StreamInterrupted
+from orchestrator.errors import GuardrailTriggered, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, Usage
 from providers.gemini.schema import gemini_schema
 from providers.http.base import (
-    BAD_SHAPE,
     Missing,
     VendorProvider,
+    VendorSettings,
     dig,
     join_url,
     tokens,
 )
-from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
 
@@ -61,6 +59,20 @@ def _text(parts: Any) -> str:
     )
 
 
+def _first_candidate(data: Mapping[str, Any]) -> tuple[str | None, Any]:
+    """(the text of a stream chunk's ``candidates[0].content``, None when it has none;
+    its ``finishReason``)."""
+    candidates = data.get("candidates")
+    candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
+    if not isinstance(candidate, Mapping):
+        return None, None
+    content = candidate.get("content")
+    text = None
+    if isinstance(content, Mapping) and "parts" in content:
+        text = _text(content["parts"])
+    return text, candidate.get("finishReason")
+
+
 class GeminiGenerate(VendorProvider):
     """A Gemini model over the Gemini API (Google AI Studio keys).
 
@@ -77,28 +89,10 @@ class GeminiGenerate(VendorProvider):
         model: str,
         *,
         base_url: str = "https://generativelanguage.googleapis.com",
-        api_key: str | Secret | None = None,
-        name: str | None = None,
-        timeout: float | timedelta = 60.0,
-        price: tuple[float, float] | None = None,
-        client: Any = None,
-        allow_insecure_http: bool = False,
-        extra_headers: Mapping[str, str] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        **settings: Unpack[VendorSettings],
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model
-        super().__init__(
-            model_id,
-            base_url=base_url,
-            api_key=api_key,
-            name=name,
-            timeout=timeout,
-            price=price,
-            client=client,
-            allow_insecure_http=allow_insecure_http,
-            extra_headers=extra_headers,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(model_id, base_url=base_url, **settings)
         root = f"/v1beta/models/{self.model}"
         self._url = join_url(self.base_url, f"{root}:generateContent")
         self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
@@ -161,11 +155,7 @@ class GeminiGenerate(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One generateContent call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request))
-        try:
-            return self.parse(data)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
+        return self.parsed(self.parse, data)
 
     async def stream(self, request: Request) -> AsyncIterator[str | Response]:
         """Yield text as it arrives, then the final Response.
@@ -179,48 +169,21 @@ class GeminiGenerate(VendorProvider):
         finish: str | None = None
         saw_content = False
         async for event in self.post_events(self._stream_url, self.payload(request)):
-            data = await self.event_json(event)
-            if not isinstance(data, Mapping):
-                raise InvalidOutput("stream event is not a JSON object", provider=self.name)
-            if "error" in data:
-                code = dig_code(data)
-                raise map_gemini_error(code, {}, data, provider=self.name, key=self.secrets())
-            failure: InvalidOutput | None = None
-            try:
-                self._check_blocked(data)
-                usage = _usage(data) or usage
-                model = data.get("modelVersion") or model
-                candidates = data.get("candidates")
-                candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
-                if not isinstance(candidate, Mapping):
-                    continue
-                content = candidate.get("content")
-                text = ""
-                if isinstance(content, Mapping) and "parts" in content:
-                    saw_content = True
-                    text = _text(content["parts"])
-                finish = candidate.get("finishReason") or finish
-            except BAD_SHAPE as exc:
-                failure = self.invalid(exc)
-            if failure is not None:
-                raise failure  # not in the except block, where exc would be the context
+            data = await self.stream_event(event)
+            self.parsed(self._check_blocked, data)
+            usage = self.parsed(_usage, data) or usage
+            model = data.get("modelVersion") or model
+            text, chunk_finish = self.parsed(_first_candidate, data)
+            saw_content = saw_content or text is not None
+            finish = chunk_finish or finish
             if text:
                 parts.append(text)
                 yield text
         if finish is None:
-            raise StreamInterrupted(
-                f"stream ended after {len(parts)} chunks without finishReason", provider=self.name
-            )
+            raise self.unfinished(parts, "finishReason")
         if not saw_content:
-            raise InvalidOutput("stream carried no candidates[0].content", provider=self.name)
+            raise self.empty_stream("candidates[0].content")
         yield self.response("".join(parts), usage, model, finish)
-
-
-def dig_code(data: Mapping[str, Any]) -> int:
-    """The HTTP status of an in-stream ``{"error": {"code": ...}}`` (500 when not given)."""
-    err = data.get("error")
-    code = err.get("code") if isinstance(err, Mapping) else None
-    return code if isinstance(code, int) and 400 <= code <= 599 else 500
 
 
 # -- the chain file's ``type: gemini`` ---------------------------------------------

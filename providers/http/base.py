@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, ParamSpec, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.errors import (
@@ -25,7 +25,6 @@ from orchestrator.errors import (
     InvalidOutput,
     ProviderError,
     StreamInterrupted,
-    UnusableError,
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
@@ -36,22 +35,19 @@ from providers.http.body import (
     BodyTooLarge,
     check_max_bytes,
 )
-from providers.http.client import (
-    ClientHolder,
-    TransportError,
-    shared_client,
-)
-from providers.http.errors import map_transport_error, redacted, short
-from providers.http.safe_json import MAX_JSON_DEPTH, MAX_JSON_TOKENS, parse_json
+from providers.http.caller import HTTPCaller, error_body
+from providers.http.client import TransportError, shared_client
+from providers.http.documents import load_json, load_json_async
+from providers.http.errors import redacted, short
+from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.sse import SSEEvent, sse_events
 
 __all__ = [
     "BAD_SHAPE",
     "MAX_JSON_DEPTH",
-    "MAX_JSON_TOKENS",
-    "OFF_LOOP_BYTES",
     "Missing",
     "VendorProvider",
+    "VendorSettings",
     "cost_of",
     "dig",
     "join_url",
@@ -64,6 +60,8 @@ __all__ = [
 ]
 
 ErrorMapper = Callable[..., ProviderError]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Missing(Exception):
@@ -112,55 +110,6 @@ def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
     return node
 
 
-def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
-    """Parse JSON with :func:`parse_json`, raising ``InvalidOutput`` when it is not."""
-    try:
-        return parse_json(data)
-    except ValueError as exc:
-        # Described, not chained: a JSONDecodeError holds the whole document (.doc).
-        reason = (
-            f"{type(exc).__name__} at char {exc.pos}"
-            if isinstance(exc, json.JSONDecodeError)
-            else short(str(exc))
-        )
-        failure = InvalidOutput(
-            f"{what} is not valid JSON ({reason}, {len(data)} bytes)", provider=provider
-        )
-    raise failure
-
-
-OFF_LOOP_BYTES = 1 << 20
-"""Documents longer than this (1 MiB) are parsed in a worker thread by
-:func:`load_json_async`; a healthy reply is a few KB and is parsed in place."""
-
-
-async def load_json_async(
-    data: bytes | str,
-    *,
-    provider: str,
-    what: str = "reply",
-    deadline: float | None = None,
-    timeout: float = 0.0,
-) -> Any:
-    """:func:`load_json`, off the event loop for a document over :data:`OFF_LOOP_BYTES`
-    and within ``deadline`` (``loop.time()`` seconds; the attempt's end): past it,
-    ``ProviderTimeout`` naming ``timeout``, the attempt's length.
-
-    The scan and the parse are bounded (:data:`MAX_JSON_TOKENS`), so a thread
-    abandoned at the deadline ends soon after; between the scan's steps, and at
-    each number parsed, the loop gets the interpreter back.
-    """
-    if len(data) <= OFF_LOOP_BYTES:
-        return load_json(data, provider=provider, what=what)
-    failure: ProviderError | None = None
-    try:
-        async with asyncio.timeout_at(deadline):
-            return await asyncio.to_thread(load_json, data, provider=provider, what=what)
-    except TimeoutError:
-        failure = map_transport_error(True, "", provider=provider, timeout=timeout)
-    raise failure  # not in the except block: no TimeoutError as context
-
-
 def join_url(base: str, path: str) -> str:
     """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
     ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
@@ -196,7 +145,21 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | N
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
 
-class VendorProvider(ClientHolder):
+class VendorSettings(TypedDict, total=False):
+    """The keyword arguments every vendor provider takes besides ``model`` and
+    ``base_url`` (see :class:`VendorProvider` for their defaults and meaning)."""
+
+    api_key: str | Secret | None
+    name: str | None
+    timeout: float | timedelta
+    price: tuple[float, float] | None
+    client: Any
+    allow_insecure_http: bool
+    extra_headers: Mapping[str, str] | None
+    max_response_bytes: int
+
+
+class VendorProvider(HTTPCaller):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -213,13 +176,13 @@ class VendorProvider(ClientHolder):
         model: str,
         *,
         base_url: str,
-        api_key: str | Secret | None,
-        name: str | None,
-        timeout: float | timedelta,
-        price: tuple[float, float] | None,
-        client: Any,
-        allow_insecure_http: bool,
-        extra_headers: Mapping[str, str] | None,
+        api_key: str | Secret | None = None,
+        name: str | None = None,
+        timeout: float | timedelta = 60.0,
+        price: tuple[float, float] | None = None,
+        client: Any = None,
+        allow_insecure_http: bool = False,
+        extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         cls = type(self).__name__
@@ -311,59 +274,16 @@ class VendorProvider(ClientHolder):
             cost_usd=cost_of(usage, self.price),
         )
 
-    def _error_body(self, body: bytes) -> Any:
-        try:
-            return parse_json(body)
-        except ValueError:
-            return None
-
-    def _transport_failure(self, exc: TransportError, *, streaming: bool) -> ProviderError:
-        """The taxonomy error for ``exc``, the library's exception described as its cause
-        (:func:`redacted`); raise it outside the ``except`` block."""
-        detail = short(str(exc), self.secrets())
-        if exc.refused:
-            err: ProviderError = UnusableError(detail, provider=self.name)
-        else:
-            err = map_transport_error(
-                exc.timed_out,
-                detail,
-                provider=self.name,
-                timeout=self.timeout,
-                streaming=streaming and exc.after_headers,
-            )
-        err.__cause__ = redacted(exc.__cause__ or exc, self.secrets())
-        return err
-
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
         """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
         headers = self.request_headers()
-        transport = self._transport or shared_client()
-        failure: ProviderError | None = None
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
-        try:
-            reply = await transport.post(
-                url,
-                headers,
-                json.dumps(payload).encode(),
-                self.timeout,
-                max_bytes=self.max_response_bytes,
-            )
-        except BodyTooLarge as exc:
-            raise exc.taxonomy(self.name) from exc
-        except TransportError as exc:
-            failure = self._transport_failure(exc, streaming=False)
-        if failure is not None:
-            raise failure  # not in the except block, where the library's error is the context
+        reply = await self.post_reply(url, headers, json.dumps(payload).encode(), self.secrets)
         if not 200 <= reply.status < 300:
-            raise self.map_error(reply.status, reply.headers, self._error_body(reply.body))
+            raise self.map_error(reply.status, reply.headers, error_body(reply.body))
         return await load_json_async(
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )
-
-    async def event_json(self, event: SSEEvent) -> Any:
-        """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
-        large one is parsed off the event loop (:func:`load_json_async`)."""
-        return await load_json_async(event.data, provider=self.name, what="stream event")
 
     async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
         """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
@@ -384,7 +304,7 @@ class VendorProvider(ClientHolder):
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
-                    raise self.map_error(reply.status, reply.headers, self._error_body(body))
+                    raise self.map_error(reply.status, reply.headers, error_body(body))
                 async for event in sse_events(reply.chunks(), max_bytes=limit):
                     if not event.complete and not _whole(event.data):
                         raise StreamInterrupted(
@@ -395,9 +315,48 @@ class VendorProvider(ClientHolder):
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:
-            failure = self._transport_failure(exc, streaming=True)
+            failure = self.transport_failure(exc, self.secrets(), streaming=True)
         if failure is not None:
             raise failure  # not in the except block, where the library's error is the context
+
+    async def event_json(self, event: SSEEvent) -> Any:
+        """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
+        large one is parsed off the event loop (:func:`load_json_async`)."""
+        return await load_json_async(event.data, provider=self.name, what="stream event")
+
+    async def stream_event(self, event: SSEEvent) -> Mapping[str, Any]:
+        """A stream event's JSON object (``InvalidOutput`` when it is not one); an
+        in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error` maps
+        that code (500 when not given or not an HTTP error status)."""
+        data = await self.event_json(event)
+        if not isinstance(data, Mapping):
+            raise InvalidOutput("stream event is not a JSON object", provider=self.name)
+        if "error" in data:
+            err = data.get("error")
+            code = err.get("code") if isinstance(err, Mapping) else None
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+            raise self.map_error(status, {}, data)
+        return data
+
+    def unfinished(self, parts: list[str], marker: str) -> StreamInterrupted:
+        """The error for a stream that ended after ``parts`` without its end ``marker``."""
+        return StreamInterrupted(
+            f"stream ended after {len(parts)} chunks without {marker}", provider=self.name
+        )
+
+    def empty_stream(self, what: str) -> InvalidOutput:
+        """The error for a stream that ended well but carried no ``what``."""
+        return InvalidOutput(f"stream carried no {what}", provider=self.name)
+
+    def parsed(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read(*args, **kwargs)``, a reply of the wrong shape (one of :data:`BAD_SHAPE`)
+        raised as :meth:`invalid` describes it."""
+        failure: InvalidOutput | None = None
+        try:
+            return read(*args, **kwargs)
+        except BAD_SHAPE as exc:
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of

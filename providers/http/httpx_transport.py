@@ -19,7 +19,7 @@ from providers.http.body import (
     asking_gzip,
     bounded_chunks,
 )
-from providers.http.transport import RawReply, ReadingBody, StreamReply, _as_transport_error
+from providers.http.transport import ReadingBody, StreamReply, Transport, _as_transport_error
 
 if TYPE_CHECKING:
     import httpx
@@ -59,22 +59,12 @@ class _HttpxStream:
                 yield data
 
 
-class HttpxTransport:
-    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here)."""
+class HttpxTransport(Transport):
+    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here); ``post``
+    is the protocol's own, the stream read whole."""
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
-
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply:
-        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
-            return RawReply(reply.status, reply.headers, await reply.read())
 
     @asynccontextmanager
     async def stream(

@@ -114,7 +114,11 @@ class Transport(Protocol):
         body: bytes,
         timeout: float,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply: ...
+    ) -> RawReply:
+        """The whole reply. By default ``stream`` read to its end: a transport that
+        subclasses this protocol inherits it, or overrides it with a faster path."""
+        async with self.stream(url, headers, body, timeout, max_bytes) as reply:
+            return RawReply(reply.status, reply.headers, await reply.read())
 
     def stream(
         self,
@@ -259,6 +263,20 @@ class AiohttpTransport:
             timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
         return timeout
 
+    def _request(self, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Any:
+        """The POST as aiohttp sends it for ``post`` and ``stream`` alike (await or enter
+        it): no redirects, no decompression (:mod:`providers.http.body` bounds it)."""
+        proxy = None if self._routes is None else self._proxy(url, headers).proxy
+        return self._session.post(
+            url,
+            data=body,
+            headers=asking_gzip(headers),
+            timeout=self._timeout(timeout),
+            allow_redirects=False,
+            proxy=proxy,
+            auto_decompress=False,
+        )
+
     async def post(
         self,
         url: str,
@@ -268,16 +286,7 @@ class AiohttpTransport:
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> RawReply:
         try:
-            proxy = None if self._routes is None else self._proxy(url, headers).proxy
-            async with self._session.post(
-                url,
-                data=body,
-                headers=asking_gzip(headers),
-                timeout=self._timeout(timeout),
-                allow_redirects=False,
-                proxy=proxy,
-                auto_decompress=False,
-            ) as resp:
+            async with self._request(url, headers, body, timeout) as resp:
                 return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
         except BodyTooLarge:
             raise
@@ -294,16 +303,7 @@ class AiohttpTransport:
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> AsyncGenerator[StreamReply, None]:
         try:
-            proxy = None if self._routes is None else self._proxy(url, headers).proxy
-            resp = await self._session.post(
-                url,
-                data=body,
-                headers=asking_gzip(headers),
-                timeout=self._timeout(timeout),
-                allow_redirects=False,
-                proxy=proxy,
-                auto_decompress=False,
-            )
+            resp = await self._request(url, headers, body, timeout)
         except Exception as exc:
             raise _as_transport_error(exc, url) from exc
         try:

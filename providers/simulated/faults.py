@@ -18,19 +18,18 @@ from orchestrator.units import seconds
 __all__ = ["ERROR_KINDS", "Fault"]
 
 # Kinds rendered as an HTTP error reply in the route's own error format.
-ERROR_KINDS = frozenset(
-    {
-        "status",
-        "rate_limited",
-        "overloaded",
-        "server_error",
-        "auth",
-        "quota",
-        "model_not_found",
-        "bad_request",
-        "context_too_long",
-    }
+_ERROR_FACTORIES = (
+    "status",
+    "rate_limited",
+    "overloaded",
+    "server_error",
+    "auth",
+    "quota",
+    "model_not_found",
+    "bad_request",
+    "context_too_long",
 )
+ERROR_KINDS = frozenset(_ERROR_FACTORIES)
 _CUT_MODES = ("end", "abort", "hang")
 
 
@@ -321,15 +320,7 @@ _FACTORIES: dict[str, Any] = {
     for name in (
         "ok",
         "content_filter",
-        "status",
-        "rate_limited",
-        "overloaded",
-        "server_error",
-        "auth",
-        "quota",
-        "model_not_found",
-        "bad_request",
-        "context_too_long",
+        *_ERROR_FACTORIES,
         "hang",
         "delay",
         "flaky",

@@ -58,7 +58,6 @@ import json
 import threading
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import Any
 
 from providers.simulated.faults import Fault
@@ -304,12 +303,7 @@ class SimulatedServer:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
 
     @classmethod

@@ -10,7 +10,7 @@ from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ServerError
 from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
-from tests.conftest import Scripted
+from tests.conftest import Scripted, wait_until_cancelled
 
 
 def echo(name: str, log: list[str] | None = None) -> FallbackAgent:
@@ -137,11 +137,7 @@ async def test_parallel_failure_cancels_siblings_and_leaks_nothing() -> None:
     cancelled = asyncio.Event()
 
     async def hang(req: Request) -> str:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+        await wait_until_cancelled(cancelled)
         return "never"
 
     bad = FallbackAgent([Scripted("down", [ServerError("x")])], max_retries=0)

@@ -6,7 +6,6 @@ import io
 import json
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from orchestrator.cli import main
 from providers.simulated import Fault, SimulatedServer
+from tests.conftest import hooks_module, write_chain
 
 HOOKS = """
 import asyncio
@@ -37,12 +37,10 @@ def refuse(request):
 @pytest.fixture
 def chain(tmp_path: Path) -> Iterator[Path]:
     """A chain file with function providers: one agent that works, one that cannot."""
-    mod = f"clihooks_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{mod}.py").write_text(HOOKS)
-    path = tmp_path / "chain.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
+    mod = hooks_module(tmp_path, "clihooks", HOOKS)
+    path = write_chain(
+        tmp_path,
+        f"""
             providers:
               down: {{type: function, path: "{mod}:down"}}
               unusable: {{type: function, path: "{mod}:unusable"}}
@@ -66,8 +64,7 @@ def chain(tmp_path: Path) -> Iterator[Path]:
                     steps: [{{name: review, agent: review, prompt: "Review {{input}}"}}]
                   - name: Summary
                     steps: [{{name: summary, agent: fn, prompt: "Sum {{review.text}}"}}]
-            """
-        )
+            """,
     )
     yield path
     sys.modules.pop(mod, None)
@@ -180,11 +177,11 @@ def test_bad_arguments_exit_2(chain: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_single_agent_needs_no_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    mod = f"one_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{mod}.py").write_text("def echo(request):\n    return request.prompt[::-1]\n")
-    path = tmp_path / "chain.toml"
-    path.write_text(
-        f'[providers.fn]\ntype = "function"\npath = "{mod}:echo"\n[agents.only]\nproviders = ["fn"]\n'
+    mod = hooks_module(tmp_path, "one", "def echo(request):\n    return request.prompt[::-1]\n")
+    path = write_chain(
+        tmp_path,
+        f'[providers.fn]\ntype = "function"\npath = "{mod}:echo"\n[agents.only]\nproviders = ["fn"]\n',
+        "chain.toml",
     )
     try:
         assert main(["run", str(path), "abc"]) == 0
@@ -308,8 +305,12 @@ def test_entry_point_exits_130_when_ctrl_c_turned_into_another_error(
     # A SIGINT inside argparse's intermixed parsing surfaces as AttributeError (its
     # finally restores attributes it had not saved yet), with the KeyboardInterrupt
     # as its context: still an interruption, not a crash with a traceback.
+    import orchestrator.__main__
     import orchestrator.cli
     from orchestrator.__main__ import main as entry
+
+    # In the console script an interrupted run ends with os._exit(130); in-process it returns.
+    monkeypatch.setattr(orchestrator.__main__, "_leave_now", lambda: None)
 
     def interrupted_in_a_finally(argv: list[str] | None = None) -> int:
         try:

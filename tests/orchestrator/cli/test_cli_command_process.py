@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,21 @@ def test_demo_exits_0_and_names_who_answered() -> None:
     assert time.monotonic() - started < 30
 
 
+def _interrupt(
+    proc: subprocess.Popen[str], ready: Callable[[], None], *, timeout: float
+) -> tuple[str, str]:
+    """Once ``ready()`` returns, SIGINT ``proc`` and collect (stdout, stderr); the process
+    is killed if it is still running when anything failed on the way."""
+    try:
+        ready()
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigint_exits_130(tmp_path: Path) -> None:
     marker = tmp_path / "started"
     (tmp_path / "hangmod.py").write_text(
@@ -73,18 +89,15 @@ def test_sigint_exits_130(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+
+    def provider_called() -> None:
         deadline = time.monotonic() + 60
         while not marker.exists():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the provider was never called"
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    out, err = _interrupt(proc, provider_called, timeout=30)
     assert proc.returncode == 130, err
     assert out == ""
     assert err.strip().endswith("failover: interrupted")
@@ -103,19 +116,17 @@ def _interrupt_during_start_up(path: Path, delay: float) -> tuple[int, str, str]
         cwd=path.parent,
     )
     assert proc.stderr is not None
-    seen = []
-    try:
+    stderr = proc.stderr
+    seen: list[str] = []
+
+    def script_running_for_delay() -> None:
         while not (seen and seen[-1].split("|")[-1].strip() == "orchestrator.__main__"):
-            line = proc.stderr.readline()
+            line = stderr.readline()
             assert line, "".join(seen)[-2000:]
             seen.append(line)
         time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    out, err = _interrupt(proc, script_running_for_delay, timeout=60)
     return proc.returncode, out, "".join(seen) + err
 
 

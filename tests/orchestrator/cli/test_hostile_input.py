@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import sys
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ import pytest
 from orchestrator import FallbackAgent, Message, Request
 from orchestrator.cli.main import MAX_STDIN_BYTES, main
 from providers import FunctionProvider
+from tests.conftest import hooks_module, write_chain
 
 # -- the library: refused once, where a Request's text is validated ---------------------
 
@@ -61,21 +60,19 @@ async def test_a_prompt_with_a_lone_surrogate_never_reaches_a_provider() -> None
 
 @pytest.fixture
 def echo_chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    mod = f"echohooks_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{mod}.py").write_text("def echo(request):\n    return repr(request.prompt)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    path = tmp_path / "chain.yaml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            providers:
-              fn: {{type: function, path: "{mod}:echo"}}
-            agents:
-              a: {{providers: [fn]}}
-            """
-        )
+    mod = hooks_module(
+        tmp_path, "echohooks", "def echo(request):\n    return repr(request.prompt)\n"
     )
-    return path
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return write_chain(
+        tmp_path,
+        f"""
+        providers:
+          fn: {{type: function, path: "{mod}:echo"}}
+        agents:
+          a: {{providers: [fn]}}
+        """,
+    )
 
 
 class CountingBytes(io.BytesIO):
@@ -139,12 +136,13 @@ def test_a_reply_that_cannot_be_encoded_is_printed_with_replacements(
 ) -> None:
     # Valid JSON may carry a lone surrogate ("\ud800") into Result.text; printing it to a
     # strict UTF-8 stdout used to end the command with a UnicodeEncodeError traceback.
-    mod = f"surrogatehooks_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{mod}.py").write_text("def reply(request):\n    return 'ok \\ud800 end'\n")
+    mod = hooks_module(
+        tmp_path, "surrogatehooks", "def reply(request):\n    return 'ok \\ud800 end'\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    chain = tmp_path / "chain.yaml"
-    chain.write_text(
-        f'providers:\n  fn: {{type: function, path: "{mod}:reply"}}\nagents:\n  a: {{providers: [fn]}}\n'
+    chain = write_chain(
+        tmp_path,
+        f'providers:\n  fn: {{type: function, path: "{mod}:reply"}}\nagents:\n  a: {{providers: [fn]}}\n',
     )
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8", errors="strict", write_through=True)

@@ -11,7 +11,7 @@ from orchestrator.errors import ProviderTimeout, ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
-from tests.conftest import Scripted
+from tests.conftest import Scripted, wait_until_cancelled
 
 
 async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
@@ -95,11 +95,7 @@ async def test_cancellation_propagates_and_leaves_nothing_behind() -> None:
 
     async def slow(req: Request) -> str:
         started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
+        await wait_until_cancelled(cancelled)
         return "never"
 
     agent = FallbackAgent(

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from orchestrator import errors as E
 from orchestrator.types import Request
-from providers.http.base import MAX_JSON_TOKENS, load_json
-from providers.http.safe_json import MAX_JSON_DEPTH, _too_costly, parse_json
+from providers.http.documents import load_json
+from providers.http.safe_json import MAX_JSON_DEPTH, MAX_JSON_TOKENS, _too_costly, parse_json
 from providers.simulated import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import call, make
 

@@ -23,7 +23,7 @@ from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
-from providers.http.transport import RawReply
+from providers.http.transport import Transport
 from providers.openai import OpenAIChat
 
 ROUTES = ("openai", "anthropic", "gemini", "http")
@@ -44,22 +44,13 @@ class _Stream:
             yield self._body[i : i + 97]
 
 
-class Canned:
-    """A transport answering every request with ``status`` and ``body``."""
+class Canned(Transport):
+    """A transport answering every request with ``status`` and ``body`` (``post`` reads
+    the stream whole, as the protocol's default does)."""
 
     def __init__(self, status: int, body: bytes) -> None:
         self.status = status
         self.body = body
-
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = 1 << 25,
-    ) -> RawReply:
-        return RawReply(self.status, {"content-type": "application/json"}, self.body)
 
     @asynccontextmanager
     async def stream(

@@ -434,28 +434,60 @@ async def test_anthropic_forced_tool_returns_a_tool_use_block_with_parsed_input(
 
 # -- error replies -------------------------------------------------------------
 
-ERROR_CASES: list[tuple[str, Callable[[], Fault], int, Callable[[Any], Any], Any]] = [
-    ("openai", Fault.rate_limited, 429, lambda b: b["error"]["code"], "rate_limit_exceeded"),
-    ("openai", Fault.overloaded, 503, lambda b: b["error"]["type"], "server_error"),
-    ("openai", Fault.server_error, 500, lambda b: b["error"]["type"], "server_error"),
-    ("openai", Fault.auth, 401, lambda b: b["error"]["code"], "invalid_api_key"),
-    ("openai", Fault.quota, 429, lambda b: b["error"]["code"], "insufficient_quota"),
-    ("openai", Fault.model_not_found, 404, lambda b: b["error"]["code"], "model_not_found"),
-    ("openai", Fault.bad_request, 400, lambda b: b["error"]["type"], "invalid_request_error"),
+Case = tuple[Callable[[], Fault], int, Callable[[Any], Any], Any]
+
+
+def _error(field: str) -> Callable[[Any], Any]:
+    """Reads ``error.<field>`` of an error reply."""
+    return lambda b: b["error"][field]
+
+
+def _message_has(text: str) -> Callable[[Any], Any]:
+    return lambda b: text in b["error"]["message"]
+
+
+# The same on the Chat Completions and the Responses routes (but for context_too_long).
+OPENAI_ERRORS: list[Case] = [
+    (Fault.rate_limited, 429, _error("code"), "rate_limit_exceeded"),
+    (Fault.overloaded, 503, _error("type"), "server_error"),
+    (Fault.server_error, 500, _error("type"), "server_error"),
+    (Fault.auth, 401, _error("code"), "invalid_api_key"),
+    (Fault.quota, 429, _error("code"), "insufficient_quota"),
+    (Fault.model_not_found, 404, _error("code"), "model_not_found"),
+    (Fault.bad_request, 400, _error("type"), "invalid_request_error"),
+]
+ANTHROPIC_ERRORS: list[Case] = [
+    (Fault.rate_limited, 429, _error("type"), "rate_limit_error"),
+    (Fault.overloaded, 529, _error("type"), "overloaded_error"),
+    (Fault.server_error, 500, _error("type"), "api_error"),
+    (Fault.auth, 401, _error("type"), "authentication_error"),
+    (lambda: Fault.auth(403), 403, _error("type"), "permission_error"),
+    (Fault.quota, 400, _message_has("credit balance is too low"), True),
+    (Fault.model_not_found, 404, _error("type"), "not_found_error"),
+    (Fault.bad_request, 400, _error("type"), "invalid_request_error"),
     (
-        "openai",
         Fault.context_too_long,
         400,
-        lambda b: b["error"]["code"],
-        "context_length_exceeded",
+        lambda b: b["error"]["message"].startswith("prompt is too long: "),
+        True,
     ),
-    ("responses", Fault.rate_limited, 429, lambda b: b["error"]["code"], "rate_limit_exceeded"),
-    ("responses", Fault.overloaded, 503, lambda b: b["error"]["type"], "server_error"),
-    ("responses", Fault.server_error, 500, lambda b: b["error"]["type"], "server_error"),
-    ("responses", Fault.auth, 401, lambda b: b["error"]["code"], "invalid_api_key"),
-    ("responses", Fault.quota, 429, lambda b: b["error"]["code"], "insufficient_quota"),
-    ("responses", Fault.model_not_found, 404, lambda b: b["error"]["code"], "model_not_found"),
-    ("responses", Fault.bad_request, 400, lambda b: b["error"]["type"], "invalid_request_error"),
+    (lambda: Fault.status(529), 529, _error("type"), "overloaded_error"),
+]
+GEMINI_ERRORS: list[Case] = [
+    (Fault.rate_limited, 429, _error("status"), "RESOURCE_EXHAUSTED"),
+    (Fault.overloaded, 503, _error("status"), "UNAVAILABLE"),
+    (Fault.server_error, 500, _error("status"), "INTERNAL"),
+    (Fault.auth, 401, _error("status"), "UNAUTHENTICATED"),
+    (lambda: Fault.auth(403), 403, _error("status"), "PERMISSION_DENIED"),
+    (Fault.quota, 429, _message_has("exceeded your current quota"), True),
+    (Fault.model_not_found, 404, _error("status"), "NOT_FOUND"),
+    (Fault.bad_request, 400, _error("status"), "INVALID_ARGUMENT"),
+    (Fault.context_too_long, 400, _message_has("exceeds the maximum"), True),
+]
+ERROR_CASES: list[tuple[str, Callable[[], Fault], int, Callable[[Any], Any], Any]] = [
+    *(("openai", *case) for case in OPENAI_ERRORS),
+    ("openai", Fault.context_too_long, 400, _error("code"), "context_length_exceeded"),
+    *(("responses", *case) for case in OPENAI_ERRORS),
     (
         "responses",
         Fault.context_too_long,
@@ -463,51 +495,10 @@ ERROR_CASES: list[tuple[str, Callable[[], Fault], int, Callable[[Any], Any], Any
         lambda b: (b["error"]["code"], b["error"]["param"]),
         ("context_length_exceeded", "input"),
     ),
-    ("anthropic", Fault.rate_limited, 429, lambda b: b["error"]["type"], "rate_limit_error"),
-    ("anthropic", Fault.overloaded, 529, lambda b: b["error"]["type"], "overloaded_error"),
-    ("anthropic", Fault.server_error, 500, lambda b: b["error"]["type"], "api_error"),
-    ("anthropic", Fault.auth, 401, lambda b: b["error"]["type"], "authentication_error"),
-    ("anthropic", lambda: Fault.auth(403), 403, lambda b: b["error"]["type"], "permission_error"),
-    (
-        "anthropic",
-        Fault.quota,
-        400,
-        lambda b: "credit balance is too low" in b["error"]["message"],
-        True,
-    ),
-    ("anthropic", Fault.model_not_found, 404, lambda b: b["error"]["type"], "not_found_error"),
-    ("anthropic", Fault.bad_request, 400, lambda b: b["error"]["type"], "invalid_request_error"),
-    (
-        "anthropic",
-        Fault.context_too_long,
-        400,
-        lambda b: b["error"]["message"].startswith("prompt is too long: "),
-        True,
-    ),
-    ("anthropic", lambda: Fault.status(529), 529, lambda b: b["error"]["type"], "overloaded_error"),
-    ("gemini", Fault.rate_limited, 429, lambda b: b["error"]["status"], "RESOURCE_EXHAUSTED"),
-    ("gemini", Fault.overloaded, 503, lambda b: b["error"]["status"], "UNAVAILABLE"),
-    ("gemini", Fault.server_error, 500, lambda b: b["error"]["status"], "INTERNAL"),
-    ("gemini", Fault.auth, 401, lambda b: b["error"]["status"], "UNAUTHENTICATED"),
-    ("gemini", lambda: Fault.auth(403), 403, lambda b: b["error"]["status"], "PERMISSION_DENIED"),
-    (
-        "gemini",
-        Fault.quota,
-        429,
-        lambda b: "exceeded your current quota" in b["error"]["message"],
-        True,
-    ),
-    ("gemini", Fault.model_not_found, 404, lambda b: b["error"]["status"], "NOT_FOUND"),
-    ("gemini", Fault.bad_request, 400, lambda b: b["error"]["status"], "INVALID_ARGUMENT"),
-    (
-        "gemini",
-        Fault.context_too_long,
-        400,
-        lambda b: "exceeds the maximum" in b["error"]["message"],
-        True,
-    ),
-    ("http", Fault.overloaded, 503, lambda b: b["error"]["type"], "overloaded"),
-    ("http", Fault.quota, 402, lambda b: b["error"]["type"], "quota"),
+    *(("anthropic", *case) for case in ANTHROPIC_ERRORS),
+    *(("gemini", *case) for case in GEMINI_ERRORS),
+    ("http", Fault.overloaded, 503, _error("type"), "overloaded"),
+    ("http", Fault.quota, 402, _error("type"), "quota"),
     ("http", lambda: Fault.status(502), 502, lambda b: "message" in b["error"], True),
 ]
 

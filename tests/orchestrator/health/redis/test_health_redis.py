@@ -96,12 +96,19 @@ def new_store(
     return store
 
 
+async def synced_stores(
+    made: list[RedisHealthStore], url: str, prefix: str, n: int = 2, **kwargs: object
+) -> list[RedisHealthStore]:
+    """``n`` stores sharing ``prefix`` (each made by :func:`new_store`), past their first sync."""
+    group = [new_store(made, url, prefix, **kwargs) for _ in range(n)]
+    await asyncio.sleep(3 * SYNC)
+    return group
+
+
 async def test_failures_in_one_store_open_the_circuit_in_another_within_100ms(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    a = new_store(stores, redis_server.url, prefix)
-    b = new_store(stores, redis_server.url, prefix)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix)
     assert b.admit("p").allowed
     for _ in range(3):
         a.record_failure("p")
@@ -123,8 +130,7 @@ async def test_only_one_process_probes_and_success_closes_everywhere(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
     circuit = CircuitBreaker(failure_threshold=3, cooldown=0.5)
-    group = [new_store(stores, redis_server.url, prefix, circuit=circuit) for _ in range(3)]
-    await asyncio.sleep(3 * SYNC)
+    group = await synced_stores(stores, redis_server.url, prefix, 3, circuit=circuit)
     for _ in range(3):
         group[0].record_failure("p")
     await asyncio.sleep(2 * SYNC)
@@ -148,9 +154,7 @@ async def test_failed_probe_reopens_for_everyone(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
     circuit = CircuitBreaker(failure_threshold=3, cooldown=0.3)
-    a = new_store(stores, redis_server.url, prefix, circuit=circuit)
-    b = new_store(stores, redis_server.url, prefix, circuit=circuit)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix, circuit=circuit)
     a.record_failure("p", retry_after=0.3)  # Retry-After alone opens it
     await wait_for(lambda: b.admit("p").state == "open", timeout=0.1)
     await asyncio.sleep(0.3)
@@ -172,9 +176,7 @@ async def _first_probe(group: list[RedisHealthStore]) -> RedisHealthStore:
 async def test_longer_cooldown_is_never_shortened_across_stores(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    a = new_store(stores, redis_server.url, prefix)
-    b = new_store(stores, redis_server.url, prefix)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix)
     a.record_failure("p", retry_after=100.0)
     await wait_for(lambda: b.admit("p").state == "open", timeout=0.1)
     b.record_failure("p", retry_after=5.0)
@@ -188,9 +190,7 @@ async def test_longer_cooldown_is_never_shortened_across_stores(
 async def test_a_retry_after_is_capped_at_max_cooldown_for_every_store(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    a = new_store(stores, redis_server.url, prefix)
-    b = new_store(stores, redis_server.url, prefix)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix)
     a.record_failure("p", retry_after=99_999.0)  # a hostile header: not 28 hours
     await wait_for(lambda: b.admit("p").state == "open", timeout=0.5)
     for store in (a, b):
@@ -205,9 +205,7 @@ async def test_a_retry_after_is_capped_at_max_cooldown_for_every_store(
 async def test_a_last_resort_success_closes_the_circuit_for_every_store(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
-    a = new_store(stores, redis_server.url, prefix)
-    b = new_store(stores, redis_server.url, prefix)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix)
     for _ in range(3):
         a.record_failure("p")
     await wait_for(lambda: b.admit("p").state == "open", timeout=0.5)
@@ -223,9 +221,7 @@ async def test_retry_budget_is_shared(
     redis_server: RedisServer, prefix: str, stores: list[RedisHealthStore]
 ) -> None:
     budget = RetryBudget(ratio=0.5, window=5.0, min_per_second=0.6)  # floor: 3 per window
-    a = new_store(stores, redis_server.url, prefix, budget=budget)
-    b = new_store(stores, redis_server.url, prefix, budget=budget)
-    await asyncio.sleep(3 * SYNC)
+    a, b = await synced_stores(stores, redis_server.url, prefix, budget=budget)
     assert [a.try_acquire_retry() for _ in range(4)] == [True, True, True, False]
     await asyncio.sleep(3 * SYNC)
     assert not b.try_acquire_retry()  # a spent the fleet's floor

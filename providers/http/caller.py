@@ -1,0 +1,76 @@
+"""The one POST every HTTP provider sends, its failures below HTTP mapped once.
+
+:class:`HTTPCaller` is what :class:`~providers.http.base.VendorProvider` and
+:class:`~providers.generic_http.HTTPFallback` share: the transport to use, a
+library's exception turned into the taxonomy error (described, never chained,
+no secret in any message), and a non-2xx reply's body read for the error map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from orchestrator.errors import ProviderError, UnusableError
+from orchestrator.secrets import Secret
+from providers.http.body import BodyTooLarge
+from providers.http.client import ClientHolder, RawReply, TransportError, shared_client
+from providers.http.errors import map_transport_error, redacted, short
+from providers.http.safe_json import parse_json
+
+__all__ = ["HTTPCaller", "error_body"]
+
+Secrets = Callable[[], tuple[Secret, ...]]
+
+
+def error_body(body: bytes) -> Any:
+    """A non-2xx reply's JSON body for the error map (None when it is not JSON)."""
+    try:
+        return parse_json(body)
+    except ValueError:
+        return None
+
+
+class HTTPCaller(ClientHolder):
+    """A :class:`ClientHolder` that POSTs as ``name``, within ``timeout`` seconds, reading
+    at most ``max_response_bytes`` (attributes the subclass sets)."""
+
+    name: str
+    timeout: float
+    max_response_bytes: int
+
+    def transport_failure(
+        self, exc: TransportError, secrets: tuple[Secret, ...], *, streaming: bool = False
+    ) -> ProviderError:
+        """The taxonomy error for ``exc``, the library's exception described as its cause
+        (:func:`redacted`); raise it outside the ``except`` block."""
+        detail = short(str(exc), secrets)
+        if exc.refused:
+            err: ProviderError = UnusableError(detail, provider=self.name)
+        else:
+            err = map_transport_error(
+                exc.timed_out,
+                detail,
+                provider=self.name,
+                timeout=self.timeout,
+                streaming=streaming and exc.after_headers,
+            )
+        err.__cause__ = redacted(exc.__cause__ or exc, secrets)
+        return err
+
+    async def post_reply(
+        self, url: str, headers: Mapping[str, str], body: bytes, secrets: Secrets
+    ) -> RawReply:
+        """POST ``body`` and return the whole reply, of any status; a failure below HTTP
+        raised as its taxonomy error, masking ``secrets()``."""
+        transport = self._transport or shared_client()
+        failure: ProviderError | None = None
+        try:
+            return await transport.post(
+                url, headers, body, self.timeout, max_bytes=self.max_response_bytes
+            )
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
+        except TransportError as exc:
+            failure = self.transport_failure(exc, secrets())
+        raise failure  # not in the except block, where the library's error is the context
