@@ -13,8 +13,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
+from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher
-from orchestrator.engine.run import ChainChild, ProviderChild, Run
+from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Attempt, Provider, Request, Result, Stop

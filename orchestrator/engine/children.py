@@ -1,0 +1,129 @@
+"""How each kind of chain child is tried: a provider (admitted, retried) or a nested chain.
+
+:class:`FallbackAgent` wraps each child once, at construction, in one of these;
+the run then calls ``admit`` and ``run_in`` without asking what the child is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.engine.attempt import attempt, call_hook, report_call
+from orchestrator.engine.retrying import retry
+from orchestrator.engine.run import Run, Via
+from orchestrator.errors import FallbackError, Rejected
+from orchestrator.policy import RetryPolicy
+from orchestrator.types import Request, Result
+
+if TYPE_CHECKING:
+    from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.health import Admission, HealthStore
+
+__all__ = ["ChainChild", "ProviderChild"]
+
+
+class ProviderChild:
+    """A provider in a chain: admitted by the health store, retried under its policy."""
+
+    __slots__ = ("policy", "provider")
+
+    def __init__(self, provider: Any, policy: RetryPolicy) -> None:
+        self.provider, self.policy = provider, policy
+
+    @property
+    def name(self) -> str:
+        name: str = self.provider.name
+        return name
+
+    def admit(self, store: HealthStore) -> Admission:
+        return store.admit(self.name)
+
+    async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
+        """Try the provider (and retry it); a Result, or the error to hand over with.
+
+        The health store hears once per call, how its last attempt ended
+        (:func:`~orchestrator.engine.attempt.report_call`), not once per attempt.
+        A cancelled call tells it nothing.
+        """
+        try:
+            outcome = await self._call(run, request, via)
+        except asyncio.CancelledError:
+            run.log.verdict = None
+            raise
+        finally:
+            report_call(run, self.name)
+        if isinstance(outcome, Result):
+            return outcome
+        return run.leave(self.name, outcome)
+
+    async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
+        """The first attempt and, if it failed and may be retried, the retries."""
+        provider, policy = self.provider, self.policy
+        outcome = await attempt(run, provider, request, 1, policy, via == "probe")
+        # A half-open probe is one request, never retried: the circuit decides on it.
+        if (
+            not isinstance(outcome, Result)
+            and policy.max_retries > 0
+            and via != "probe"
+            and run.retryable(outcome, policy)
+        ):
+            outcome = await retry(
+                run, provider, request, outcome, policy, last_resort=via == "last_resort"
+            )
+        return outcome
+
+
+class ChainChild:
+    """A nested FallbackAgent: an inner run within the outer one's deadline and delivery.
+
+    Never admitted or retried as a whole (its own children are); its attempts
+    join the outer run's, and the outer ``accept`` judges its answer too.
+    """
+
+    __slots__ = ("agent",)
+
+    def __init__(self, agent: FallbackAgent) -> None:
+        self.agent = agent
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    def admit(self, store: HealthStore) -> None:
+        return None
+
+    async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
+        """Run the inner chain; a Result, or its FallbackError to hand over with."""
+        inner = Run.start(self.agent, request, run.schema, None, run.delivery, within=run)
+        try:
+            result = await inner.execute(counted_by=run.agent.health_store)
+        except FallbackError as e:
+            return run.leave(self.name, e)
+        finally:
+            run.log.attempts.extend(inner.log.attempts)
+        if run.agent.accept is not None and not result.stopped:
+            refused = await self._outer_accept(run, result)
+            if refused is not None:
+                return refused
+        return Result(
+            result.text,
+            result.handled_by,
+            tuple(run.log.attempts),
+            run.elapsed(),
+            result.value,
+            result.model,
+            result.stopped,
+            result.best_effort,
+        )
+
+    async def _outer_accept(self, run: Run, result: Result) -> BaseException | None:
+        """The outer chain's ``accept`` also judges the answer (as if the chain were flat)."""
+        assert run.agent.accept is not None
+        if await call_hook("accept", run.agent.accept, result):
+            return None
+        error = Rejected(
+            "the accept check refused the reply", provider=result.handled_by or self.name
+        )
+        run.log.amend_last(error=error, reason="rejected")
+        return run.leave(self.name, error)
