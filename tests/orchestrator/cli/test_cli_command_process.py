@@ -50,6 +50,13 @@ def test_demo_exits_0_and_names_who_answered() -> None:
     assert time.monotonic() - started < 30
 
 
+def _sigint_default() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test runner started in the
+    background (``cmd &``) ignores SIGINT, and children inherit that: the command would
+    never see the signal these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(
     proc: subprocess.Popen[str], ready: Callable[[], None], *, timeout: float
 ) -> tuple[str, str]:
@@ -88,6 +95,7 @@ def test_sigint_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_sigint_default,
     )
 
     def provider_called() -> None:
@@ -114,6 +122,7 @@ def _interrupt_during_start_up(path: Path, delay: float) -> tuple[int, str, str]
         stderr=subprocess.PIPE,
         text=True,
         cwd=path.parent,
+        preexec_fn=_sigint_default,
     )
     assert proc.stderr is not None
     stderr = proc.stderr
