@@ -16,6 +16,8 @@ otherwise the run stops and the error is raised), ``counts_for_health``
         ├── ProviderError              a provider call failed (base of the taxonomy)
         │   ├── TransientError         retry this provider per policy, then fall over
         │   │   ├── ProviderTimeout    (also a TimeoutError) attempt or run deadline hit
+        │   │   │   ├── FirstTokenTimeout  no content within ``first_token_timeout``
+        │   │   │   └── StreamStalled      a gap between content over ``idle_timeout``
         │   │   ├── ConnectionFailed   connect/read/write error, reset connection
         │   │   ├── ServerError        408, 409, 5xx
         │   │   ├── Overloaded         529, Anthropic overloaded_error
@@ -26,7 +28,8 @@ otherwise the run stops and the error is raised), ``counts_for_health``
         │   │   ├── AuthenticationFailed   401, 403
         │   │   ├── ModelNotFound      404 model
         │   │   ├── QuotaExhausted     402, quota or billing exhausted
-        │   │   ├── ContextWindowExceeded  413, prompt too long for this model
+        │   │   ├── ContextWindowExceeded  413, prompt too long for this model (not counted)
+        │   │   ├── ToolsUnsupported   the request has tools this provider cannot take
         │   │   ├── NotInstalled       a CLI binary is missing
         │   │   └── CircuitOpen        skipped: the provider's circuit is open (not counted)
         │   ├── InvalidOutput          reply malformed or off-schema: retry, then fall over
@@ -61,6 +64,7 @@ __all__ = [
     "ContextWindowExceeded",
     "FailoverError",
     "FallbackError",
+    "FirstTokenTimeout",
     "GuardrailTriggered",
     "HookError",
     "InvalidOutput",
@@ -76,7 +80,9 @@ __all__ = [
     "ResponseTooLarge",
     "ServerError",
     "StreamInterrupted",
+    "StreamStalled",
     "TerminalError",
+    "ToolsUnsupported",
     "TransientError",
     "UnusableError",
     "describe",
@@ -182,6 +188,15 @@ class ProviderTimeout(TransientError, TimeoutError):
     reason = "timeout"
 
 
+class FirstTokenTimeout(ProviderTimeout):
+    """No content (a text or tool-call delta; keep-alives do not count) arrived within the
+    provider's ``first_token_timeout``: the provider is stalled, not slow to finish."""
+
+
+class StreamStalled(ProviderTimeout):
+    """Content had started, then the gap before the next piece passed ``idle_timeout``."""
+
+
 class ConnectionFailed(TransientError):
     """The connection could not be made or broke mid-request."""
 
@@ -245,7 +260,23 @@ class QuotaExhausted(UnusableError):
 
 
 class ContextWindowExceeded(UnusableError):
-    """The prompt is too long for this model; a later model may have a bigger window."""
+    """The prompt is too long for this model; a later model may have a bigger window.
+
+    Raised by a provider (HTTP 413, a context-length message) or by the engine
+    before sending, when the request cannot fit the model's known window. Not
+    counted for health: the request is too big, the provider is fine.
+    """
+
+    counts_for_health = False
+    reason = "context_window"
+
+
+class ToolsUnsupported(UnusableError):
+    """The request carries tools and this provider cannot take them: skipped without a
+    request (the next child is asked). Not counted for health."""
+
+    counts_for_health = False
+    reason = "unsupported"
 
 
 class NotInstalled(UnusableError):

@@ -1,6 +1,7 @@
 """The values that travel through a chain and the interface every child implements.
 
 ``Request``, ``Message``, ``Response`` and ``Usage`` go in and out of providers;
+``Tool``, ``ToolCall`` and ``ToolCallDelta`` carry function calling across vendors;
 ``Attempt`` records one call; ``Result`` and ``Stop`` are what a run returns;
 ``Provider`` / ``StreamingProvider`` are the protocols a child satisfies.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -16,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "REASONS",
+    "TOOL_CHOICES",
     "Attempt",
     "Message",
     "Provider",
@@ -24,6 +27,9 @@ __all__ = [
     "Result",
     "Stop",
     "StreamingProvider",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
     "Usage",
 ]
 
@@ -49,12 +55,110 @@ def _check_text(owner: str, text: str) -> None:
         ) from None
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The tool choices every vendor understands; any other string names one tool.
+TOOL_CHOICES = ("auto", "required", "none")
+
+
+def _check_tool_name(owner: str, name: object) -> None:
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise ValueError(
+            f"{owner}: {name!r} is not a tool name (1-64 letters, digits, '_' or '-', "
+            "the rule every vendor shares)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A function the model may call: ``name``, what it does, and its arguments' JSON schema.
+
+    ``parameters`` is a JSON schema for an object (``{"type": "object",
+    "properties": {...}, "required": [...]}``); the tool call's arguments are
+    validated against it, so a reply whose arguments do not match is
+    ``InvalidOutput`` (retried, then handed over).
+    """
+
+    name: str
+    description: str = ""
+    # A plain dict (copied on construction) so requests pickle and deep-copy.
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        _check_tool_name("Tool.name", self.name)
+        if not isinstance(self.description, str):
+            raise TypeError(
+                f"Tool.description: expected str, got {type(self.description).__name__}"
+            )
+        if not isinstance(self.parameters, Mapping):
+            raise TypeError(
+                "Tool.parameters: expected a JSON schema dict, "
+                f"got {type(self.parameters).__name__}"
+            )
+        object.__setattr__(self, "parameters", dict(self.parameters))
+        kind = self.parameters.get("type", "object")
+        if kind != "object":
+            raise ValueError(f"Tool.parameters: the schema's type must be 'object', got {kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call the model asked for: its ``id`` (the tool message echoes it), name and arguments.
+
+    ``arguments`` is the decoded JSON object. Vendors that give no id (Gemini)
+    get one made up by the provider, unique within the reply.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError(f"ToolCall.id: expected a non-empty str, got {self.id!r}")
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"ToolCall.name: expected a non-empty str, got {self.name!r}")
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError(
+                f"ToolCall.arguments: expected a dict, got {type(self.arguments).__name__}"
+            )
+        object.__setattr__(self, "arguments", dict(self.arguments))
+
+    def __repr__(self) -> str:
+        # Arguments may hold personal data: show their keys, not their values.
+        return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={sorted(self.arguments)})"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call as a stream delivers it (``StreamingProvider.stream`` may yield it).
+
+    ``index`` tells the calls of one reply apart; ``id`` and ``name`` come with a
+    call's first delta, ``arguments`` is the next fragment of its JSON text. It
+    counts as content for first-token and idle deadlines; the assembled calls are
+    in the final :class:`Response`'s ``tool_calls``.
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text."""
+    """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text.
+
+    An assistant message may carry the ``tool_calls`` the model made (its
+    ``content`` may then be ""); a ``tool`` message answers one of them and names
+    it in ``tool_call_id``.
+    """
 
     role: str
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
@@ -62,6 +166,28 @@ class Message:
         if not isinstance(self.content, str):
             raise TypeError(f"Message.content: expected str, got {type(self.content).__name__}")
         _check_text("Message.content", self.content)
+        if self.tool_calls:
+            calls = tuple(self.tool_calls)
+            if self.role != "assistant":
+                raise ValueError(
+                    f"Message.tool_calls: only an assistant message has them, not {self.role!r}"
+                )
+            for c in calls:
+                if not isinstance(c, ToolCall):
+                    raise TypeError(
+                        f"Message.tool_calls: expected ToolCall, got {type(c).__name__}"
+                    )
+            object.__setattr__(self, "tool_calls", calls)
+        if self.role == "tool":
+            if not isinstance(self.tool_call_id, str) or not self.tool_call_id:
+                raise ValueError(
+                    "Message: a 'tool' message needs tool_call_id= "
+                    "(the id of the ToolCall it answers)"
+                )
+        elif self.tool_call_id is not None:
+            raise ValueError(
+                f"Message.tool_call_id: only a 'tool' message has one, not {self.role!r}"
+            )
 
 
 def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Message, ...]:
@@ -74,11 +200,38 @@ def _to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Messa
                 raise ValueError(
                     f"Request.messages[{i}]: needs 'role' and 'content' keys, got {sorted(m)}"
                 )
-            out.append(Message(str(m["role"]), m["content"]))
+            out.append(
+                Message(
+                    str(m["role"]),
+                    m["content"],
+                    tool_calls=tuple(_to_tool_call(c) for c in m.get("tool_calls") or ()),
+                    tool_call_id=m.get("tool_call_id"),
+                )
+            )
         else:
             raise TypeError(
                 f"Request.messages[{i}]: expected a dict or Message, got {type(m).__name__}"
             )
+    return tuple(out)
+
+
+def _to_tool_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    return ToolCall(call["id"], call["name"], call.get("arguments") or {})
+
+
+def _to_tools(tools: Iterable[Tool | Mapping[str, Any]]) -> tuple[Tool, ...]:
+    out: list[Tool] = []
+    for i, t in enumerate(tools):
+        if isinstance(t, Mapping):
+            t = Tool(t["name"], t.get("description", ""), t.get("parameters") or {"type": "object"})
+        if not isinstance(t, Tool):
+            raise TypeError(f"Request.tools[{i}]: expected a Tool or dict, got {type(t).__name__}")
+        out.append(t)
+    names = [t.name for t in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Request.tools: tool names must be unique, got {names}")
     return tuple(out)
 
 
@@ -90,6 +243,9 @@ class Request:
     user message's text. Generation options (``max_tokens``, ``temperature``,
     ``stop``) and ``json_schema`` (set by the engine for ``schema=``) travel
     with it; ``metadata`` is free-form and never sent to providers.
+    ``tools`` are the functions the model may call; ``tool_choice`` is
+    ``"auto"`` (the default when tools are given), ``"required"``, ``"none"``
+    or the name of one of the tools.
     """
 
     messages: tuple[Message, ...] = ()
@@ -100,6 +256,8 @@ class Request:
     json_schema: Mapping[str, Any] | None = None
     schema_name: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    tools: tuple[Tool, ...] = ()
+    tool_choice: str | None = None
 
     def __init__(
         self,
@@ -113,8 +271,19 @@ class Request:
         json_schema: Mapping[str, Any] | None = None,
         schema_name: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        tools: Iterable[Tool | Mapping[str, Any]] = (),
+        tool_choice: str | None = None,
     ) -> None:
         msgs = _to_messages(messages or ())
+        tool_list = _to_tools(tools)
+        if tool_choice is not None:
+            if not tool_list:
+                raise ValueError("Request.tool_choice: given without tools=[...]")
+            if tool_choice not in TOOL_CHOICES and tool_choice not in {t.name for t in tool_list}:
+                raise ValueError(
+                    f"Request.tool_choice: {tool_choice!r} is not one of {', '.join(TOOL_CHOICES)} "
+                    f"or a tool name ({', '.join(t.name for t in tool_list)})"
+                )
         if prompt is not None:
             if not isinstance(prompt, str):
                 raise TypeError(f"Request.prompt: expected str, got {type(prompt).__name__}")
@@ -134,6 +303,8 @@ class Request:
         s(self, "json_schema", json_schema)
         s(self, "schema_name", schema_name)
         s(self, "metadata", MappingProxyType(dict(metadata or {})))
+        s(self, "tools", tool_list)
+        s(self, "tool_choice", tool_choice)
 
     @property
     def prompt(self) -> str:
@@ -168,7 +339,7 @@ class Request:
 
     def _fields(self) -> dict[str, Any]:
         return {
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": list(self.messages),
             "system": self.system,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
@@ -176,6 +347,8 @@ class Request:
             "json_schema": None if self.json_schema is None else dict(self.json_schema),
             "schema_name": self.schema_name,
             "metadata": dict(self.metadata),
+            "tools": list(self.tools),
+            "tool_choice": self.tool_choice,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -213,13 +386,17 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """What a provider returns: the text, token usage, cost and the model that answered."""
+    """What a provider returns: the text, token usage, cost and the model that answered.
+
+    ``tool_calls`` holds the calls the model made (``text`` may then be "").
+    """
 
     text: str
     usage: Usage | None = None
     model: str | None = None
     finish_reason: str | None = None
     cost_usd: float | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 # -- the record of one call ---------------------------------------------------
@@ -237,6 +414,9 @@ REASONS = frozenset(
         "circuit_open",
         "deadline",
         "terminal",
+        "unsupported",
+        "context_window",
+        "hedge_lost",
     }
 )
 
@@ -291,6 +471,8 @@ class Result:
     nested chains too); it is ``None`` only when ``stopped`` or ``best_effort``
     produced the text. ``value`` holds the validated object when ``schema=`` was
     given. ``usage`` and ``cost_usd`` sum every attempt that reported them.
+    ``tool_calls`` are the calls the model asked for (empty for a text reply;
+    ``text`` may be "" when the model only called tools).
     """
 
     text: str
@@ -301,6 +483,7 @@ class Result:
     model: str | None = None
     stopped: Stop | None = None
     best_effort: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def usage(self) -> Usage | None:
@@ -350,7 +533,8 @@ class StreamingProvider(Provider, Protocol):
     """A provider that can stream: ``stream(request)`` yields text chunks, then one Response.
 
     The final :class:`Response` carries the full text and usage. A stream that
-    ends without its terminator must raise ``StreamInterrupted``.
+    ends without its terminator must raise ``StreamInterrupted``. Tool calls
+    arrive as :class:`ToolCallDelta` pieces; the final Response holds them assembled.
     """
 
-    def stream(self, request: Request) -> AsyncIterator[str | Response]: ...
+    def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]: ...

@@ -154,11 +154,15 @@ async def test_per_child_policy_overrides(clock: FakeClock) -> None:
 
 
 async def test_unusable_errors_fall_over_at_once_without_retry(clock: FakeClock) -> None:
-    for err in (AuthenticationFailed("k"), ContextWindowExceeded("big"), NotInstalled("cli")):
+    for err, reason in (
+        (AuthenticationFailed("k"), "unusable"),
+        (ContextWindowExceeded("big"), "context_window"),
+        (NotInstalled("cli"), "unusable"),
+    ):
         a, b = Scripted("a", [err]), Scripted("b", ["ok"])
         result = await FallbackAgent([a, b], max_retries=3, clock=clock).run("hi")
         assert a.calls == 1 and result.handled_by == "b"
-        assert result.attempts[0].reason == "unusable"
+        assert result.attempts[0].reason == reason
     assert clock.sleeps == []
 
 
