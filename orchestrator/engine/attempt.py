@@ -189,7 +189,15 @@ async def _check(
     attempt = Attempt(
         name, None, number, wall, duration, None, response.usage, response.cost_usd, log.note
     )
-    result = Result(text, name, (*log.attempts, attempt), run.elapsed(), value, response.model)
+    result = Result(
+        text,
+        name,
+        (*log.attempts, attempt),
+        run.elapsed(),
+        value,
+        response.model,
+        tool_calls=response.tool_calls,
+    )
     if agent.accept is not None and not await call_hook("accept", agent.accept, result):
         return None, Rejected("the accept check refused the reply", provider=name)
     log.add(attempt)

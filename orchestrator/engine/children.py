@@ -115,6 +115,7 @@ class ChainChild:
             result.model,
             result.stopped,
             result.best_effort,
+            result.tool_calls,
         )
 
     async def _outer_accept(self, run: Run, result: Result) -> BaseException | None:

@@ -485,3 +485,21 @@ async def test_exhausted_nested_chain_hands_over_even_with_fallback_on(clock: Fa
         [inner, Scripted("backup", ["ok"])], fallback_on=(ServerError,), max_retries=0, clock=clock
     )
     assert (await outer.run("x")).handled_by == "backup"
+
+
+async def test_the_winning_replys_tool_calls_reach_the_result_through_nested_chains(
+    clock: FakeClock,
+) -> None:
+    from orchestrator import Response, ToolCall
+
+    call = ToolCall("c1", "lookup", {"q": "x"})
+
+    class Calls:
+        name = "calls"
+
+        async def complete(self, request: object) -> Response:
+            return Response("", tool_calls=(call,))
+
+    inner = FallbackAgent([Scripted("a", [AuthenticationFailed("k")]), Calls()], clock=clock)
+    result = await FallbackAgent([inner], clock=clock).run("hi")
+    assert result.tool_calls == (call,) and result.text == ""
