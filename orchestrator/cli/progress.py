@@ -1,0 +1,151 @@
+"""``failover run -v``: each retry, fallback, circuit skip and the outcome, live on stderr.
+
+The lines come from the engine's own structlog events (:mod:`orchestrator.events`),
+not from a second reporting path: while :class:`Progress` is active, structlog
+routes every event to it, and it prints one line per event it knows. Events
+carry names, numbers and error types only, so no prompt text and no secret can
+reach a line; fields are picked one by one, never dumped. On a terminal the
+lines are coloured by ``rich`` (when installed), elsewhere they are plain.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+import structlog
+
+from orchestrator import events
+from orchestrator.cli.tables import rich_available
+
+__all__ = ["Progress", "describe_event"]
+
+Fields = MutableMapping[str, Any]
+
+
+def _ms(seconds: Any) -> str:
+    return f"{seconds * 1000:.0f} ms" if isinstance(seconds, int | float) else "?"
+
+
+def _failed(e: Fields) -> str:
+    if e.get("attempt") == 0:
+        return f"skipped {e.get('child')}: circuit open"
+    why = f"{e.get('error_type')} ({e.get('reason')})"
+    return f"{e.get('child')} try {e.get('attempt')} failed after {_ms(e.get('duration'))}: {why}"
+
+
+def _retry(e: Fields) -> str:
+    delay = e.get("delay")
+    wait = f"{delay:.2f} s" if isinstance(delay, int | float) else "?"
+    return f"{e.get('child')} retry {_next(e.get('attempt'))} in {wait}"
+
+
+def _next(attempt: Any) -> str:
+    return str(attempt + 1) if isinstance(attempt, int) else "?"
+
+
+def _answered(e: Fields) -> str:
+    latency = e.get("latency")
+    took = f" in {latency:.2f} s" if isinstance(latency, int | float) else ""
+    return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s){took}"
+
+
+def _circuit(e: Fields) -> str:
+    return f"circuit {e.get('provider')}: {e.get('state')} ({e.get('reason')})"
+
+
+_LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
+    "attempt_failed": ("red", _failed),
+    "retry_scheduled": ("yellow", _retry),
+    "attempt_succeeded": (
+        "green",
+        lambda e: f"{e.get('child')} try {e.get('attempt')} ok in {_ms(e.get('duration'))}",
+    ),
+    "fallback": (
+        "yellow",
+        lambda e: f"fallback {e.get('child')} -> {e.get('to')} ({e.get('reason')})",
+    ),
+    "terminal_error": (
+        "bold red",
+        lambda e: (
+            f"stopped at {e.get('child')}: {e.get('error_type')} is terminal "
+            "(no retry, no fallback)"
+        ),
+    ),
+    "run_succeeded": ("bold green", _answered),
+    "run_failed": ("bold red", lambda e: f"every provider failed ({e.get('attempts')} attempt(s))"),
+    "run_stopped": ("yellow", lambda e: f"stopped by a hook ({e.get('reason')})"),
+    "hook_failed": ("red", lambda e: f"hook {e.get('hook')} raised {e.get('error_type')}"),
+    "circuit_opened": ("red", _circuit),
+    "circuit_half_open": ("yellow", _circuit),
+    "circuit_closed": ("green", _circuit),
+    "health_store_degraded": (
+        "red",
+        lambda e: f"health store unreachable ({e.get('error_type')}): using local state",
+    ),
+    "health_store_recovered": ("green", lambda e: "health store reachable again"),
+}
+
+
+def describe_event(event: Fields) -> tuple[str, str] | None:
+    """(style, line) for an engine event, or None for one ``-v`` does not show."""
+    known = _LINES.get(str(event.get("event")))
+    if known is None:
+        return None
+    style, line = known
+    agent = event.get("agent")
+    return style, (f"{agent}: " if agent else "") + line(event)
+
+
+class Progress:
+    """Prints the engine's events as lines on ``file`` while :meth:`active`.
+
+    ``rich`` None: coloured when ``file`` is a terminal and ``rich`` is installed.
+    """
+
+    def __init__(self, file: TextIO | None = None, *, rich: bool | None = None) -> None:
+        self.file = file if file is not None else sys.stderr
+        use_rich = self.file.isatty() if rich is None else rich
+        self.console: Any = None
+        if use_rich and rich_available():
+            from rich.console import Console
+
+            self.console = Console(file=self.file, highlight=False, markup=False)
+        self.started = time.monotonic()
+
+    def line(self, text: str, style: str | None = None) -> None:
+        """Print one line, stamped with the seconds since the command started."""
+        stamped = f"[{time.monotonic() - self.started:6.2f}s] {text}"
+        if self.console is not None:
+            self.console.print(stamped, style=style)
+        else:
+            print(stamped, file=self.file, flush=True)
+
+    def _receive(self, logger: Any, method: str, event: Fields) -> Fields:
+        if event.get("logger") == events.LOGGER_NAME:
+            shown = describe_event(event)
+            if shown is not None:
+                self.line(shown[1], shown[0])
+        raise structlog.DropEvent  # nothing else reaches any output
+
+    @contextmanager
+    def active(self) -> Iterator[Progress]:
+        """Route structlog to this printer and turn the engine's events on; restores both."""
+        was_configured = structlog.is_configured()
+        processors = structlog.get_config()["processors"]
+        saved = list(processors)
+        # Mutate the list in place, as structlog.testing.capture_logs does, so loggers
+        # already bound (and cached) see the change too.
+        processors[:] = [self._receive]
+        structlog.configure(processors=processors)
+        try:
+            with events.enabled(True):
+                yield self
+        finally:
+            processors[:] = saved
+            structlog.configure(processors=processors)
+            if not was_configured:
+                structlog.reset_defaults()
