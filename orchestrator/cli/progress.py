@@ -27,7 +27,10 @@ Fields = MutableMapping[str, Any]
 
 
 def _ms(seconds: Any) -> str:
-    return f"{seconds * 1000:.0f} ms" if isinstance(seconds, int | float) else "?"
+    """``120 ms`` below a second, ``1.50 s`` from one."""
+    if not isinstance(seconds, int | float):
+        return "?"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 def _failed(e: Fields) -> str:
@@ -38,9 +41,7 @@ def _failed(e: Fields) -> str:
 
 
 def _retry(e: Fields) -> str:
-    delay = e.get("delay")
-    wait = f"{delay:.2f} s" if isinstance(delay, int | float) else "?"
-    return f"{e.get('child')} retry {_next(e.get('attempt'))} in {wait}"
+    return f"{e.get('child')} retry {_next(e.get('attempt'))} in {_ms(e.get('delay'))}"
 
 
 def _next(attempt: Any) -> str:
@@ -48,9 +49,8 @@ def _next(attempt: Any) -> str:
 
 
 def _answered(e: Fields) -> str:
-    latency = e.get("latency")
-    took = f" in {latency:.2f} s" if isinstance(latency, int | float) else ""
-    return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s){took}"
+    took = _ms(e.get("latency"))
+    return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s) in {took}"
 
 
 def _circuit(e: Fields) -> str:

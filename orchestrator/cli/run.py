@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     _check_flags(args, kind)
     with ExitStack() as stack:
         if args.verbose:
-            stack.enter_context(Progress(rich=_rich_choice(args)).active())
+            progress = stack.enter_context(Progress(rich=_rich_choice(args)).active())
+            progress.line(_plan(config, kind, name))
         if kind == "agent":
             prompt = _read_prompt(args.prompt, sys.stdin)
             return asyncio.run(_with_health(config, _run_agent(config, name, prompt, args)))
@@ -133,6 +134,14 @@ def run(args: argparse.Namespace) -> int:
         inputs = _inputs(args, text)
         check_workflow(name, config.workflows[name], inputs)
         return asyncio.run(_with_health(config, _run_workflow(config, name, inputs, args)))
+
+
+def _plan(config: Config, kind: str, name: str) -> str:
+    """The first ``-v`` line, before anything is sent: what will be tried, in order."""
+    if kind == "agent":
+        return f"{name}: trying {' -> '.join(c.name for c in config.agents[name].children)}"
+    phases = [p.name for p in config.workflows[name].phases]
+    return f"workflow {name}: phases {' -> '.join(phases)}"
 
 
 def _rich_choice(args: argparse.Namespace) -> bool | None:
@@ -156,13 +165,20 @@ async def _answer(config: Config, name: str, prompt: str, args: argparse.Namespa
     agent = config.agents[name]
     if not args.stream:
         return await agent.run(prompt, timeout=args.timeout)
-    async with agent.stream(prompt, timeout=args.timeout) as chunks:
-        async for chunk in chunks:
-            if isinstance(chunk, str):
-                sys.stdout.write(chunk)
-                sys.stdout.flush()
-        result = chunks.result
-    sys.stdout.write("\n")
+    wrote = False
+    try:
+        async with agent.stream(prompt, timeout=args.timeout) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, str) and chunk:  # tool-call deltas are not text
+                    sys.stdout.write(chunk)
+                    sys.stdout.flush()
+                    wrote = True
+            result = chunks.result
+    finally:
+        if wrote:  # end the line, also after a failure mid-stream: the prompt starts clean
+            sys.stdout.write("\n")
+    if not wrote and result.text:  # a reply the engine made itself (a Stop, best_effort)
+        print(result.text)
     return result
 
 
@@ -170,14 +186,12 @@ async def _run_agent(config: Config, name: str, prompt: str, args: argparse.Name
     try:
         result = await _answer(config, name, prompt, args)
     except FallbackError as exc:
-        _end_stream(args)
         print(f"failover: {name}: {exc}", file=sys.stderr)
         _attempts_table(args, exc.attempts)
         if args.json:
             _print_json(failure_json(exc, exc.attempts))
         return EXIT_FAILED
     except (ProviderError, HookError) as exc:
-        _end_stream(args)
         print(f"failover: {name}: stopped by {type(exc).__name__}: {exc}", file=sys.stderr)
         if args.json:
             _print_json(failure_json(exc))
@@ -188,13 +202,6 @@ async def _run_agent(config: Config, name: str, prompt: str, args: argparse.Name
         print(result.text)
     _attempts_table(args, result.attempts)
     return EXIT_OK
-
-
-def _end_stream(args: argparse.Namespace) -> None:
-    """A stream cut by a failure: end the partial line, so the shell prompt starts clean."""
-    if args.stream:
-        sys.stdout.write("\n")
-        sys.stdout.flush()
 
 
 async def _run_workflow(

@@ -154,6 +154,15 @@ def _expected(text: str) -> str:
     return text.replace("'", "").replace(" or ", ", ")
 
 
+#: pydantic's bound errors: the operator a message names, and the ctx key of the bound.
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
+
+
 def _problem(
     src: Source, env: EnvValues, err: ErrorDetails, root: type[BaseModel], data: Any, at: Path
 ) -> Problem:
@@ -177,8 +186,9 @@ def _problem(
     elif kind == "value_error":
         # A spec's own words may quote a value, which may hold a secret (value_problem too).
         message = env.scrub(str(ctx.get("error", err["msg"])), at)
-    elif kind in ("greater_than_equal", "greater_than"):
-        op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
+    elif kind in _BOUNDS:
+        op, key = _BOUNDS[kind]
+        bound = ctx.get(key)
         bound = f"{bound:g}" if isinstance(bound, int | float) else bound
         message = f"{shown} is not allowed; use a number {op} {bound}"
     elif kind == "too_short":

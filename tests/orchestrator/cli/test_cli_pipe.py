@@ -17,9 +17,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _chain(tmp_path: Path, size: int) -> Path:
-    (tmp_path / "pipemod.py").write_text(
-        f"def big(request):\n    return 'x' * {size}\n"
-    )
+    (tmp_path / "pipemod.py").write_text(f"def big(request):\n    return 'x' * {size}\n")
     path = tmp_path / "chain.yaml"
     path.write_text(
         "providers:\n  fn: {type: function, path: 'pipemod:big'}\n"
