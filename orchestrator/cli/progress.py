@@ -33,11 +33,19 @@ def _ms(seconds: Any) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def _why(e: Fields) -> str:
+    """``ServerError (transient)``, ``RateLimited (rate_limited)``: the error's type, and
+    its reason where the type has one, else its kind."""
+    reason = e.get("reason")
+    label = reason if reason not in (None, "error") else e.get("error_kind")
+    return f"{e.get('error_type')} ({label})"
+
+
 def _failed(e: Fields) -> str:
     if e.get("attempt") == 0:
         return f"skipped {e.get('child')}: circuit open"
-    why = f"{e.get('error_type')} ({e.get('reason')})"
-    return f"{e.get('child')} try {e.get('attempt')} failed after {_ms(e.get('duration'))}: {why}"
+    took = _ms(e.get("duration"))
+    return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}"
 
 
 def _retry(e: Fields) -> str:
@@ -66,7 +74,7 @@ _LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
     ),
     "fallback": (
         "yellow",
-        lambda e: f"fallback {e.get('child')} -> {e.get('to')} ({e.get('reason')})",
+        lambda e: f"fallback {e.get('child')} -> {e.get('to')} after {_why(e)}",
     ),
     "terminal_error": (
         "bold red",

@@ -61,10 +61,10 @@ def test_verbose_shows_each_retry_fallback_and_the_outcome_on_stderr(
     lines = [line.split("] ", 1)[1] for line in err.splitlines()]
     assert lines[0] == "review: trying down -> fn"
     assert lines[1].startswith("review: down try 1 failed after ")
-    assert lines[1].endswith(": ConnectionError (error)")
+    assert lines[1].endswith(": ConnectionError (transient)")
     assert lines[2].startswith("review: down retry 2 in ")
     assert lines[3].startswith("review: down try 2 failed")
-    assert lines[4] == "review: fallback down -> fn (error)"
+    assert lines[4] == "review: fallback down -> fn after ConnectionError (transient)"
     assert lines[5].startswith("review: fn try 1 ok in ")
     assert lines[6].startswith("review: answered by fn after 3 attempt(s) in ")
     assert len(lines) == 7
@@ -96,11 +96,12 @@ def test_without_verbose_nothing_is_reported_and_structlog_is_restored(
 
 
 def test_rich_lines_on_a_terminal_plain_elsewhere() -> None:
-    event = {"event": "fallback", "agent": "a", "child": "x", "to": "y", "reason": "server_error"}
+    event = {"event": "fallback", "agent": "a", "child": "x", "to": "y", "reason": "rate_limited"}
+    event |= {"error_type": "RateLimited", "error_kind": "transient"}
     plain = io.StringIO()
     with Progress(plain).active():
         events.emit("info", **event)
-    assert plain.getvalue().endswith("] a: fallback x -> y (server_error)\n")
+    assert plain.getvalue().endswith("] a: fallback x -> y after RateLimited (rate_limited)\n")
     assert "\x1b[" not in plain.getvalue()
 
     class Terminal(io.StringIO):
@@ -110,7 +111,7 @@ def test_rich_lines_on_a_terminal_plain_elsewhere() -> None:
     coloured = Terminal()
     with Progress(coloured).active():
         events.emit("info", **event)
-    assert "\x1b[" in coloured.getvalue() and "a: fallback x -> y" in coloured.getvalue()
+    assert "\x1b[" in coloured.getvalue() and "a: fallback x -> y after" in coloured.getvalue()
 
 
 def test_unknown_events_and_unlisted_fields_are_never_printed() -> None:
@@ -129,3 +130,60 @@ def test_unknown_events_and_unlisted_fields_are_never_printed() -> None:
         }
     )
     assert shown is not None and PROMPT not in shown[1] and "sk-x" not in shown[1]
+
+
+def test_verbose_on_a_workflow_names_its_phases_and_each_agents_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = hooks_module(tmp_path, "verbosewf", HOOKS)
+    path = write_chain(
+        tmp_path,
+        f"""
+            providers:
+              down: {{type: function, path: "{mod}:down"}}
+              fn: {{type: function, path: "{mod}:answer"}}
+            agents:
+              review: {{providers: [down, fn], max_retries: 0}}
+            workflows:
+              release:
+                phases:
+                  - {{name: Review, steps: [{{name: review, agent: review}}]}}
+                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "S {{review.text}}"}}]}}
+            """,
+    )
+    try:
+        assert main(["run", str(path), "--workflow", "release", "-v", PROMPT]) == 0
+    finally:
+        sys.modules.pop(mod, None)
+    out, err = capsys.readouterr()
+    assert out.startswith("== review (answered by fn) ==")
+    assert "workflow release: phases Review -> Summary" in err
+    assert "review: fallback down -> fn after ConnectionError (transient)" in err
+    assert PROMPT not in err
+
+
+async def test_a_hundred_runs_in_flight_print_whole_lines(scripted: type) -> None:
+    import asyncio
+
+    from orchestrator import FallbackAgent
+    from orchestrator.errors import ServerError
+
+    out = io.StringIO()
+    with Progress(out).active():
+        agents = [
+            FallbackAgent(
+                [scripted(f"p{i}", [ServerError("503", status=503)]), scripted(f"b{i}", ["ok"])],
+                name=f"a{i}",
+                max_retries=0,
+            )
+            for i in range(100)
+        ]
+        results = await asyncio.gather(*(a.run("hi") for a in agents))
+    assert {r.handled_by for r in results} == {f"b{i}" for i in range(100)}
+    lines = out.getvalue().splitlines()
+    answered = [line for line in lines if "answered by" in line]
+    assert len(answered) == 100
+    for i in range(100):
+        assert (
+            sum(f"] a{i}: fallback p{i} -> b{i} after ServerError" in line for line in lines) == 1
+        )
