@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -65,13 +66,7 @@ async def _states(config: Config, shared: dict[str, Any]) -> tuple[dict[str, Any
 
 
 def _row(health: Any) -> dict[str, Any]:
-    return {
-        "state": health.state,
-        "open_until": health.open_until,
-        "consecutive_failures": health.consecutive_failures,
-        "recent_failures": health.recent_failures,
-        "recent_calls": health.recent_calls,
-    }
+    return {k: v for k, v in dataclasses.asdict(health).items() if k != "provider"}
 
 
 def health(args: argparse.Namespace) -> int:

@@ -123,14 +123,20 @@ class Progress:
 
             self.console = Console(file=self.file, highlight=False, markup=False)
         self.started = time.monotonic()
+        self.gone = False  # the file was closed under us: print nothing more
 
     def line(self, text: str, style: str | None = None) -> None:
         """Print one line, stamped with the seconds since the command started."""
+        if self.gone:
+            return
         stamped = f"[{time.monotonic() - self.started:6.2f}s] {text}"
-        if self.console is not None:
-            self.console.print(stamped, style=style)
-        else:
-            print(stamped, file=self.file, flush=True)
+        try:
+            if self.console is not None:
+                self.console.print(stamped, style=style)
+            else:
+                print(stamped, file=self.file, flush=True)
+        except (OSError, ValueError):  # stderr closed (`2>&1 | head`): the run goes on
+            self.gone = True
 
     def _receive(self, logger: Any, method: str, event: Fields) -> Fields:
         if event.get("logger") == events.LOGGER_NAME:

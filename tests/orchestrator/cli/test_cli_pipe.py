@@ -45,7 +45,7 @@ def _run_into_closed_pipe(path: Path, args: list[str], read: int) -> tuple[int, 
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("args", [["--json"], []])
+@pytest.mark.parametrize("args", [["--json"], [], ["--stream", "-v"]])
 def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, args: list[str]) -> None:
     small = _chain(tmp_path, 10)
     for _ in range(3):  # the failure was 1 run in 5: repeat
@@ -55,3 +55,18 @@ def test_a_closed_stdout_ends_quietly_with_141(tmp_path: Path, args: list[str]) 
     for _ in range(2):
         code, err = _run_into_closed_pipe(big, args, read=10)
         assert (code, err) == (141, b"")
+
+
+def test_a_closed_stderr_does_not_stop_the_run(tmp_path: Path) -> None:
+    path = _chain(tmp_path, 10)
+    reader, writer = os.pipe()
+    os.close(reader)
+    done = subprocess.run(
+        [str(FAILOVER), "run", str(path), "-v", "hi"],
+        stdout=subprocess.PIPE,
+        stderr=writer,
+        cwd=path.parent,
+        timeout=60,
+    )
+    os.close(writer)
+    assert (done.returncode, done.stdout) == (0, b"x" * 10 + b"\n")

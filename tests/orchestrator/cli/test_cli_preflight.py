@@ -32,10 +32,8 @@ def _chain(tmp_path: Path, summary_prompt: str) -> tuple[Path, str]:
             workflows:
               release:
                 phases:
-                  - name: Review
-                    steps: [{{name: review, agent: review, prompt: "Review {{input}}"}}]
-                  - name: Summary
-                    steps: [{{name: summary, agent: fn, prompt: "{summary_prompt}"}}]
+                  - {{name: Review, steps: [{{name: review, agent: review, prompt: "Review {{input}}"}}]}}
+                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "{summary_prompt}"}}]}}
             """,
     )
     return path, mod

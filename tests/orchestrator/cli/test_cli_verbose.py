@@ -14,18 +14,8 @@ from orchestrator import events
 from orchestrator.cli import main
 from orchestrator.cli.progress import Progress, describe_event
 from tests.conftest import hooks_module, write_chain
+from tests.orchestrator.cli.test_cli_command import HOOKS
 
-HOOKS = """
-def answer(request):
-    return "answer: " + request.prompt
-
-def down(request):
-    raise ConnectionError("refused")
-
-def refuse(request):
-    from orchestrator.errors import GuardrailTriggered
-    raise GuardrailTriggered("refused by policy")
-"""
 PROMPT = "PROMPT-TEXT-7f3a"
 
 
@@ -46,6 +36,12 @@ def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                 max_retries: 1
                 retry_delay: 0.001
               guarded: {{providers: [refuse, fn]}}
+              quick: {{providers: [down, fn], max_retries: 0}}
+            workflows:
+              release:
+                phases:
+                  - {{name: Review, steps: [{{name: review, agent: quick}}]}}
+                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "S {{review.text}}"}}]}}
             """,
     )
     yield path
@@ -133,32 +129,13 @@ def test_unknown_events_and_unlisted_fields_are_never_printed() -> None:
 
 
 def test_verbose_on_a_workflow_names_its_phases_and_each_agents_progress(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    chain: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mod = hooks_module(tmp_path, "verbosewf", HOOKS)
-    path = write_chain(
-        tmp_path,
-        f"""
-            providers:
-              down: {{type: function, path: "{mod}:down"}}
-              fn: {{type: function, path: "{mod}:answer"}}
-            agents:
-              review: {{providers: [down, fn], max_retries: 0}}
-            workflows:
-              release:
-                phases:
-                  - {{name: Review, steps: [{{name: review, agent: review}}]}}
-                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "S {{review.text}}"}}]}}
-            """,
-    )
-    try:
-        assert main(["run", str(path), "--workflow", "release", "-v", PROMPT]) == 0
-    finally:
-        sys.modules.pop(mod, None)
+    assert main(["run", str(chain), "--workflow", "release", "-v", PROMPT]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("== review (answered by fn) ==")
     assert "workflow release: phases Review -> Summary" in err
-    assert "review: fallback down -> fn after ConnectionError (transient)" in err
+    assert "quick: fallback down -> fn after ConnectionError (transient)" in err
     assert PROMPT not in err
 
 
