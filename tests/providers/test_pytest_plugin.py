@@ -9,7 +9,7 @@ from providers.simulated import SimulatedServer
 
 pytest_plugins = ["pytester"]
 
-USER_TESTS = '''
+USER_TESTS = """
 from orchestrator import FallbackAgent
 from providers import OpenAIChat
 from providers.simulated import Fault
@@ -48,7 +48,7 @@ def test_the_same_server_for_the_session_1(simulated_server):
 
 def test_the_same_server_for_the_session_2(simulated_server):
     assert PORTS == [simulated_server.port]
-'''
+"""
 
 
 def test_pytest_fixtures_lists_them(pytester: pytest.Pytester) -> None:

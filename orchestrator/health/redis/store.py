@@ -185,12 +185,9 @@ class RedisHealthStore:
         return dataclasses.replace(local, recent_failures=shared[0], recent_calls=shared[1])
 
     async def sync(self, providers: Iterable[str] = (), *, timeout: float | None = None) -> bool:
-        """Wait for one round trip with Redis that covers ``providers``, so ``admit`` and
-        ``snapshot`` reflect the fleet's circuits now rather than after this process's
-        first calls. For one-shot processes (``failover run``, ``failover health``); a
-        long-running one needs no call. False when Redis did not answer within
-        ``timeout`` (default: connecting plus one round trip): the store then works
-        alone, as it does whenever Redis is away."""
+        """Wait for a round trip with Redis covering ``providers``, so ``admit`` and ``snapshot``
+        show the fleet's circuits before this process's first call (for one-shot commands).
+        False if Redis did not answer in ``timeout`` (default: connect plus a round trip)."""
         for provider in providers:
             self._table.get(provider)
         wanted = self._ticks_started + 1  # a round trip under way may predate ``providers``
