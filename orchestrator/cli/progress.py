@@ -149,10 +149,11 @@ class Progress:
     def active(self) -> Iterator[Progress]:
         """Route structlog to this printer and turn the engine's events on; restores both."""
         was_configured = structlog.is_configured()
-        processors = structlog.get_config()["processors"]
-        saved = list(processors)
+        configured = structlog.get_config()["processors"]
+        saved = list(configured)
         # Mutate the list in place, as structlog.testing.capture_logs does, so loggers
         # already bound (and cached) see the change too.
+        processors = configured if isinstance(configured, list) else []
         processors[:] = [self._receive]
         structlog.configure(processors=processors)
         try:
@@ -160,6 +161,6 @@ class Progress:
                 yield self
         finally:
             processors[:] = saved
-            structlog.configure(processors=processors)
+            structlog.configure(processors=processors if configured is processors else saved)
             if not was_configured:
                 structlog.reset_defaults()

@@ -68,7 +68,7 @@ def chain(
 def test_a_circuit_one_run_opened_is_shown_and_skipped_by_the_next_run(
     chain: Path, sim: SimulatedServer, redis_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["health", str(chain), "--json"]) == 0
+    assert main(["health", str(chain), "--json", "--agent", "review"]) == 0
     fresh = json.loads(capsys.readouterr().out)["agents"]["review"]
     assert fresh["codex"]["state"] == fresh["claude"]["state"] == "closed"
 
@@ -141,6 +141,8 @@ def test_health_needs_a_shared_store(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["health", str(path)]) == 2
     err = capsys.readouterr().err
     assert "no agent has a shared health store" in err and "redis_url" in err
+    assert main(["health", str(path), "--agent", "nope"]) == 2
+    assert "no agent 'nope'; agents: a" in capsys.readouterr().err
 
 
 def test_a_bad_redis_url_is_located_and_never_printed(
