@@ -164,3 +164,29 @@ async def test_a_hundred_runs_in_flight_print_whole_lines(scripted: type) -> Non
         assert (
             sum(f"] a{i}: fallback p{i} -> b{i} after ServerError" in line for line in lines) == 1
         )
+
+
+def test_an_applications_structlog_setup_is_restored_after_verbose(
+    chain: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import structlog
+
+    seen: list[str] = []
+
+    def keep(logger: object, method: str, event: dict[str, object]) -> dict[str, object]:
+        seen.append(str(event.get("event")))
+        raise structlog.DropEvent
+
+    before, was = structlog.get_config(), structlog.is_configured()
+    try:
+        structlog.configure(processors=[keep])
+        assert main(["run", str(chain), "--agent", "review", "-v", "hi"]) == 0
+        assert seen == []  # during the command: its own lines only, stdout clean
+        assert structlog.get_config()["processors"] == [keep]
+        structlog.get_logger("app").info("after")
+        assert seen == ["after"]
+    finally:
+        structlog.configure(**before)
+        if not was:
+            structlog.reset_defaults()
+    assert capsys.readouterr().out == "answer: hi\n"
