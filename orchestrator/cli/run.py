@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from contextlib import AsyncExitStack, ExitStack
 from typing import Any, TextIO
 
@@ -123,17 +123,20 @@ def run(args: argparse.Namespace) -> int:
     config = load(args.file)
     kind, name = _target(args, config)
     _check_flags(args, kind)
-    with ExitStack() as stack:
-        if args.verbose:
-            progress = stack.enter_context(Progress(rich=_rich_choice(args)).active())
-            progress.line(_plan(config, kind, name))
-        if kind == "agent":
-            prompt = _read_prompt(args.prompt, sys.stdin)
-            return asyncio.run(_with_health(config, _run_agent(config, name, prompt, args)))
+    work: Coroutine[Any, Any, int]
+    if kind == "agent":
+        prompt = _read_prompt(args.prompt, sys.stdin)
+        work = _run_agent(config, name, prompt, args)
+    else:
         text = None if args.input and args.prompt is None else _read_prompt(args.prompt, sys.stdin)
         inputs = _inputs(args, text)
         check_workflow(name, config.workflows[name], inputs)
-        return asyncio.run(_with_health(config, _run_workflow(config, name, inputs, args)))
+        work = _run_workflow(config, name, inputs, args)
+    with ExitStack() as stack:  # nothing is sent before this point
+        if args.verbose:
+            progress = stack.enter_context(Progress(rich=_rich_choice(args)).active())
+            progress.line(_plan(config, kind, name))
+        return asyncio.run(_with_health(config, work))
 
 
 def _plan(config: Config, kind: str, name: str) -> str:
@@ -148,7 +151,7 @@ def _rich_choice(args: argparse.Namespace) -> bool | None:
     return None if args.tables is None else args.tables == "rich"
 
 
-async def _with_health(config: Config, work: Any) -> int:
+async def _with_health(config: Config, work: Coroutine[Any, Any, int]) -> int:
     """Run ``work`` between syncing the file's shared health stores and closing them, so a
     one-shot command sees circuits other processes opened and leaves what it learnt."""
     async with AsyncExitStack() as stack:
