@@ -183,7 +183,10 @@ class Workflow:
                 earlier.add(step.name)
         self._step_names = earlier
 
-    def _check_inputs(self, inputs: Mapping[str, Any]) -> None:
+    def check_inputs(self, inputs: Mapping[str, Any]) -> None:
+        """``ValueError`` when a prompt names something that is neither one of ``inputs``
+        nor an earlier step; ``run`` calls it before anything is sent (so does
+        ``failover check``)."""
         seen: set[str] = set(inputs)
         for phase, node_steps in self._by_node():
             for step in node_steps:
@@ -209,7 +212,7 @@ class Workflow:
     async def run(self, inputs: Mapping[str, Any] | str | None = None) -> WorkflowResult:
         """Run every phase in order; returns each step's Result, raises WorkflowError."""
         ctx: dict[str, Any] = {"input": inputs} if isinstance(inputs, str) else dict(inputs or {})
-        self._check_inputs(ctx)  # before anything is called
+        self.check_inputs(ctx)  # before anything is called
         out = WorkflowResult()
         for phase in self.phases:
             for node in phase.nodes:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.cli.preflight import workflow_inputs
 from orchestrator.errors import meaning
 from orchestrator.types import Attempt, Request, Result, Usage
 
@@ -99,13 +100,16 @@ CHECK_HEADER = ("declares", "name", "detail")
 
 def check_rows(config: Any) -> list[tuple[str, str, str]]:
     """What a loaded chain file declares, as rows under :data:`CHECK_HEADER`:
-    each provider with its type, each agent with its chain, each workflow's size."""
+    each provider with its type, each agent with its chain, each workflow's size
+    and the inputs its prompts need."""
     rows = [("provider", name, kind) for name, kind in config.provider_types.items()]
     for name, agent in config.agents.items():
         rows.append(("agent", name, " -> ".join(c.name for c in agent.children)))
     for name, wf in config.workflows.items():
         steps = sum(len(getattr(n, "steps", (n,))) for p in wf.phases for n in p.nodes)
-        rows.append(("workflow", name, f"{len(wf.phases)} phase(s), {steps} step(s)"))
+        needs = ", ".join(workflow_inputs(wf))
+        detail = f"{len(wf.phases)} phase(s), {steps} step(s); inputs: {needs}"
+        rows.append(("workflow", name, detail))
     return rows
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.config.health import build_health
 from orchestrator.config.hooks import callable_at as _callable
 from orchestrator.config.hooks import import_object
 from orchestrator.config.hooks import matcher as _matcher
@@ -77,12 +78,15 @@ def build_agents(
             )
     agents: dict[str, FallbackAgent] = {}
     visiting: list[str] = []
+    stores: dict[Any, Any] = {}  # health settings -> the one store agents with them share
 
     def visit(name: str) -> FallbackAgent:
         if name in agents:
             return agents[name]
         visiting.append(name)
-        agents[name] = _agent(src, spec, name, spec.agents[name], built, visit, visiting, env)
+        aspec = spec.agents[name]
+        health = build_health(src, ("agents", name, "health"), aspec.health, env, stores)
+        agents[name] = _agent(src, spec, name, aspec, built, visit, visiting, env, health)
         visiting.pop()
         return agents[name]
 
@@ -131,6 +135,7 @@ def _agent(
     visit: Any,
     visiting: list[str],
     env: EnvValues,
+    health: Any,
 ) -> FallbackAgent:
     where: Path = ("agents", name)
     defaults = aspec.policy_overrides()
@@ -167,7 +172,7 @@ def _agent(
             attempt_timeout=aspec.attempt_timeout,
             mid_stream=aspec.mid_stream,
             escalate_on_guardrail=aspec.escalate_on_guardrail,
-            health=aspec.health or None,
+            health=health,
             **given(
                 max_retries=aspec.max_retries,
                 retry_strategy=aspec.retry_strategy,

@@ -179,7 +179,7 @@ def _walk_secrets(src: Source, node: Any, path: Path, out: list[Problem]) -> Non
         or (in_headers and _BEARER.search(literal))
         or secretish_header
         or (path[0] == "providers" and any(_BEARER_TOKEN.search(t) for t in leaked))
-        or (path[0] == "providers" and _url_has_literal_secret(node))
+        or ((path[0] == "providers" or name == "redis_url") and _url_has_literal_secret(node))
     ):
         out.append(_refuse(src, path, f'{name}: "${{{var}}}"'))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,28 @@ class Config:
     agents: dict[str, FallbackAgent]
     workflows: dict[str, Any]
     provider_types: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def health_stores(self) -> list[Any]:
+        """The distinct health stores of the file's agents (agents may share one)."""
+        stores = [a.health_store for a in self.agents.values() if a.health_store is not None]
+        return list({id(s): s for s in stores}.values())
+
+    async def open_health(self, stack: AsyncExitStack) -> None:
+        """Bring each shared store up to date (``sync``, bounded by the store's own timeout)
+        and close it when ``stack`` unwinds, so a one-shot process sees the circuits others
+        opened and leaves what it recorded. For commands; a long-lived process needs neither."""
+        for store in self.health_stores:
+            stack.push_async_callback(store.aclose)
+            sync = getattr(store, "sync", None)
+            if sync is not None:
+                names = [
+                    child.name
+                    for agent in self.agents.values()
+                    if agent.health_store is store
+                    for child in agent.children
+                ]
+                await sync(names)
 
     def agent(self, name: str | None = None) -> FallbackAgent:
         """The agent called ``name``, or the only agent when ``name`` is None."""

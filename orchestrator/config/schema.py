@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from orchestrator.config.health import HealthSetting
 from orchestrator.config.spec import (
     Flag,
     ImportPath,
@@ -75,7 +76,7 @@ class AgentSpec(PolicySpec):
     schema_retries: NonNegativeInt | None = None
     mid_stream: Literal["raise", "continue"] = "raise"
     escalate_on_guardrail: Flag = False
-    health: Flag = False
+    health: HealthSetting = False
     retry_on: list[ImportPath] | None = None
     fallback_on: list[ImportPath] | None = None
     on_fallback: ImportPath | None = None

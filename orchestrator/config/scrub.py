@@ -20,7 +20,7 @@ from orchestrator.config.source import Source
 __all__ = ["EnvValues", "constructor_problem", "show_value"]
 
 #: Fields whose literal values are never printed either (they may hold credentials).
-SECRET_FIELDS = ("api_key", "headers", "env")
+SECRET_FIELDS = ("api_key", "headers", "env", "redis_url")
 
 
 def show_value(path: Path, value: Any, env_paths: Mapping[Path, tuple[str, ...]]) -> str:

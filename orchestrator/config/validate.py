@@ -102,10 +102,13 @@ def _problems(
 
 
 def _clean_loc(data: Any, loc: tuple[str | int, ...]) -> Path:
-    """Drop pydantic's union-tag components (``'openai'``) that are not in the data."""
+    """Drop pydantic's union-tag components (``'openai'``, ``'<mapping>'``) that are not in
+    the data."""
     out: list[str | int] = []
     node = data
     for part in loc:
+        if isinstance(part, str) and part.startswith("<"):
+            continue  # a tagged member of a union, as schema types name them
         if isinstance(node, Mapping):
             if part not in node and node.get("type") == part:
                 continue
@@ -151,6 +154,15 @@ def _expected(text: str) -> str:
     return text.replace("'", "").replace(" or ", ", ")
 
 
+#: pydantic's bound errors: the operator a message names, and the ctx key of the bound.
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
+
+
 def _problem(
     src: Source, env: EnvValues, err: ErrorDetails, root: type[BaseModel], data: Any, at: Path
 ) -> Problem:
@@ -174,8 +186,9 @@ def _problem(
     elif kind == "value_error":
         # A spec's own words may quote a value, which may hold a secret (value_problem too).
         message = env.scrub(str(ctx.get("error", err["msg"])), at)
-    elif kind in ("greater_than_equal", "greater_than"):
-        op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
+    elif kind in _BOUNDS:
+        op, key = _BOUNDS[kind]
+        bound = ctx.get(key)
         bound = f"{bound:g}" if isinstance(bound, int | float) else bound
         message = f"{shown} is not allowed; use a number {op} {bound}"
     elif kind == "too_short":
@@ -235,7 +248,11 @@ def _unwrap(tp: Any, node: Any) -> Any:
         if origin is Annotated:
             tp = get_args(tp)[0]
         elif origin in (Union, types.UnionType):
-            members = [a for a in get_args(tp) if a is not type(None)]
+            members = [
+                get_args(a)[0] if get_origin(a) is Annotated else a
+                for a in get_args(tp)
+                if a is not type(None)
+            ]
             tag = node.get("type") if isinstance(node, Mapping) else None
             chosen = [
                 m
@@ -245,6 +262,8 @@ def _unwrap(tp: Any, node: Any) -> Any:
                 and "type" in m.model_fields
                 and get_args(m.model_fields["type"].annotation) == (tag,)
             ]
+            if not chosen and isinstance(node, Mapping):  # a mapping picks the model member
+                chosen = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
             tp = chosen[0] if chosen else members[0]
         else:
             return tp

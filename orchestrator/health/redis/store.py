@@ -20,6 +20,7 @@ import dataclasses
 import os
 import socket
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -95,6 +96,8 @@ class RedisHealthStore:
         self._degraded = False
         self._republish = False
         self._closed = False
+        self._ticks_started = 0  # round trips begun, and the number of the last one answered
+        self._tick_answered = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -180,6 +183,21 @@ class RedisHealthStore:
         if shared is None:
             return local
         return dataclasses.replace(local, recent_failures=shared[0], recent_calls=shared[1])
+
+    async def sync(self, providers: Iterable[str] = (), *, timeout: float | None = None) -> bool:
+        """Wait for a round trip with Redis covering ``providers``, so ``admit`` and ``snapshot``
+        show the fleet's circuits before this process's first call (for one-shot commands).
+        False if Redis did not answer in ``timeout`` (default: connect plus a round trip)."""
+        for provider in providers:
+            self._table.get(provider)
+        wanted = self._ticks_started + 1  # a round trip under way may predate ``providers``
+        self._kick(urgent=True)
+        limit = timeout if timeout is not None else max(self.timeout, 1.0) + 3 * self.timeout
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(limit):
+                while self._tick_answered < wanted:
+                    await asyncio.sleep(min(self.sync_interval, 0.01))
+        return self._tick_answered >= wanted
 
     async def aclose(self) -> None:
         """Push what is pending (briefly), stop the background task and close the connection."""
@@ -326,6 +344,8 @@ class RedisHealthStore:
 
     async def _tick(self, client: Any, shas: dict[str, str]) -> None:
         """One round trip: push ops, budget counts and probe claims, then read shared state."""
+        self._ticks_started += 1
+        number = self._ticks_started
         wall, now = self.clock.wall(), self.clock.now()
         ops, self._ops = self._ops, []
         self._dirty.clear()
@@ -372,6 +392,7 @@ class RedisHealthStore:
             if won == 1:
                 self._claims[provider] = now + claim_ttl
         self._apply(providers, results[-1])
+        self._tick_answered = number
 
     def _apply(self, providers: list[str], read: list[Any]) -> None:
         """Adopt the shared state for every provider with nothing of ours still unpushed."""

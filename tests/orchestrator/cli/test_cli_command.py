@@ -208,7 +208,7 @@ def test_check_summarises_the_file(chain: Path, capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"ok: {chain}"
     assert "  agent review: down -> unusable -> fn" in out
-    assert "  workflow release: 2 phase(s), 2 step(s)" in out
+    assert "  workflow release: 2 phase(s), 2 step(s); inputs: input" in out
 
 
 def test_check_ping_against_the_simulator(

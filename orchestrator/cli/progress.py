@@ -1,0 +1,166 @@
+"""``failover run -v``: each retry, fallback, circuit skip and the outcome, live on stderr.
+
+The lines come from the engine's own structlog events (:mod:`orchestrator.events`),
+not from a second reporting path: while :class:`Progress` is active, structlog
+routes every event to it, and it prints one line per event it knows. Events
+carry names, numbers and error types only, so no prompt text and no secret can
+reach a line; fields are picked one by one, never dumped. On a terminal the
+lines are coloured by ``rich`` (when installed), elsewhere they are plain.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+import structlog
+
+from orchestrator import events
+from orchestrator.cli.tables import rich_available
+
+__all__ = ["Progress", "describe_event"]
+
+Fields = MutableMapping[str, Any]
+
+
+def _ms(seconds: Any) -> str:
+    """``120 ms`` below a second, ``1.50 s`` from one."""
+    if not isinstance(seconds, int | float):
+        return "?"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _why(e: Fields) -> str:
+    """``ServerError (transient)``, ``RateLimited (rate_limited)``: the error's type, and
+    its reason where the type has one, else its kind."""
+    reason = e.get("reason")
+    label = reason if reason not in (None, "error") else e.get("error_kind")
+    return f"{e.get('error_type')} ({label})"
+
+
+def _failed(e: Fields) -> str:
+    if e.get("attempt") == 0:
+        return f"skipped {e.get('child')}: circuit open"
+    took = _ms(e.get("duration"))
+    return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}"
+
+
+def _retry(e: Fields) -> str:
+    return f"{e.get('child')} retry {_next(e.get('attempt'))} in {_ms(e.get('delay'))}"
+
+
+def _next(attempt: Any) -> str:
+    return str(attempt + 1) if isinstance(attempt, int) else "?"
+
+
+def _answered(e: Fields) -> str:
+    took = _ms(e.get("latency"))
+    return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s) in {took}"
+
+
+def _circuit(e: Fields) -> str:
+    return f"circuit {e.get('provider')}: {e.get('state')} ({e.get('reason')})"
+
+
+_LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
+    "attempt_failed": ("red", _failed),
+    "retry_scheduled": ("yellow", _retry),
+    "attempt_succeeded": (
+        "green",
+        lambda e: f"{e.get('child')} try {e.get('attempt')} ok in {_ms(e.get('duration'))}",
+    ),
+    "fallback": (
+        "yellow",
+        lambda e: f"fallback {e.get('child')} -> {e.get('to')} after {_why(e)}",
+    ),
+    "terminal_error": (
+        "bold red",
+        lambda e: (
+            f"stopped at {e.get('child')}: {e.get('error_type')} is terminal "
+            "(no retry, no fallback)"
+        ),
+    ),
+    "run_succeeded": ("bold green", _answered),
+    "run_failed": ("bold red", lambda e: f"every provider failed ({e.get('attempts')} attempt(s))"),
+    "run_stopped": ("yellow", lambda e: f"stopped by a hook ({e.get('reason')})"),
+    "hook_failed": ("red", lambda e: f"hook {e.get('hook')} raised {e.get('error_type')}"),
+    "circuit_opened": ("red", _circuit),
+    "circuit_half_open": ("yellow", _circuit),
+    "circuit_closed": ("green", _circuit),
+    "health_store_degraded": (
+        "red",
+        lambda e: f"health store unreachable ({e.get('error_type')}): using local state",
+    ),
+    "health_store_recovered": ("green", lambda e: "health store reachable again"),
+}
+
+
+def describe_event(event: Fields) -> tuple[str, str] | None:
+    """(style, line) for an engine event, or None for one ``-v`` does not show."""
+    known = _LINES.get(str(event.get("event")))
+    if known is None:
+        return None
+    style, line = known
+    agent = event.get("agent")
+    return style, (f"{agent}: " if agent else "") + line(event)
+
+
+class Progress:
+    """Prints the engine's events as lines on ``file`` while :meth:`active`.
+
+    ``rich`` None: coloured when ``file`` is a terminal and ``rich`` is installed.
+    """
+
+    def __init__(self, file: TextIO | None = None, *, rich: bool | None = None) -> None:
+        self.file = file if file is not None else sys.stderr
+        use_rich = self.file.isatty() if rich is None else rich
+        self.console: Any = None
+        if use_rich and rich_available():
+            from rich.console import Console
+
+            self.console = Console(file=self.file, highlight=False, markup=False)
+        self.started = time.monotonic()
+        self.gone = False  # the file was closed under us: print nothing more
+
+    def line(self, text: str, style: str | None = None) -> None:
+        """Print one line, stamped with the seconds since the command started."""
+        if self.gone:
+            return
+        stamped = f"[{time.monotonic() - self.started:6.2f}s] {text}"
+        try:
+            if self.console is not None:
+                self.console.print(stamped, style=style)
+            else:
+                print(stamped, file=self.file, flush=True)
+        except (OSError, ValueError):  # stderr closed (`2>&1 | head`): the run goes on
+            self.gone = True
+
+    def _receive(self, logger: Any, method: str, event: Fields) -> Fields:
+        if event.get("logger") == events.LOGGER_NAME:
+            shown = describe_event(event)
+            if shown is not None:
+                self.line(shown[1], shown[0])
+        raise structlog.DropEvent  # nothing else reaches any output
+
+    @contextmanager
+    def active(self) -> Iterator[Progress]:
+        """Route structlog to this printer and turn the engine's events on; restores both."""
+        was_configured = structlog.is_configured()
+        configured = structlog.get_config()["processors"]
+        saved = list(configured)
+        # Mutate the list in place, as structlog.testing.capture_logs does, so loggers
+        # already bound (and cached) see the change too.
+        processors = configured if isinstance(configured, list) else []
+        processors[:] = [self._receive]
+        structlog.configure(processors=processors)
+        try:
+            with events.enabled(True):
+                yield self
+        finally:
+            processors[:] = saved
+            structlog.configure(processors=processors if configured is processors else saved)
+            if not was_configured:
+                structlog.reset_defaults()

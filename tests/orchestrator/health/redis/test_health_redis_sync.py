@@ -1,0 +1,42 @@
+"""``RedisHealthStore.sync``: a one-shot process sees the fleet's circuits before its first call."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from orchestrator.health import CircuitBreaker, RedisHealthStore
+from tests.orchestrator.health.redis.conftest import RedisServer, free_port
+
+pytestmark = pytest.mark.redis
+
+
+async def test_a_fresh_store_sees_a_circuit_another_opened_after_sync(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    circuit = CircuitBreaker(failure_threshold=1, cooldown=60.0)
+    first = RedisHealthStore(redis_server.url, circuit=circuit, key_prefix=prefix)
+    first.record_failure("primary")
+    await first.aclose()  # pushes what it recorded
+
+    second = RedisHealthStore(redis_server.url, circuit=circuit, key_prefix=prefix)
+    try:
+        assert second.admit("primary").allowed  # before sync: only its own (empty) view
+        assert await second.sync(["primary", "backup"]) is True
+        assert second.snapshot("primary").state == "open"
+        assert not second.admit("primary").allowed
+        assert second.snapshot("backup").state == "closed"
+    finally:
+        await second.aclose()
+
+
+async def test_sync_gives_up_on_an_unreachable_redis_and_says_so(prefix: str) -> None:
+    store = RedisHealthStore(f"redis://127.0.0.1:{free_port()}/0", key_prefix=prefix)
+    started = time.monotonic()
+    try:
+        assert await store.sync(["primary"], timeout=1.0) is False
+        assert time.monotonic() - started < 5
+        assert store.admit("primary").allowed  # alone, as whenever Redis is away
+    finally:
+        await store.aclose()
