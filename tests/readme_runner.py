@@ -72,7 +72,11 @@ def substitute(sim: SimulatedServer) -> None:
     for modules, name, url in (
         (("providers.openai", "providers"), "OpenAIChat", sim.openai_url),
         (("providers.anthropic", "providers"), "AnthropicMessages", sim.anthropic_url),
-        (("providers.gemini.client", "providers.gemini", "providers"), "GeminiGenerate", sim.gemini_url),
+        (
+            ("providers.gemini.client", "providers.gemini", "providers"),
+            "GeminiGenerate",
+            sim.gemini_url,
+        ),
     ):
 
         def base_url(args: list[Any], kwargs: dict[str, Any], url: str = url) -> Any:
