@@ -12,6 +12,9 @@ The substitution, the only thing that differs from a user's run:
 - a :class:`SimulatedServer` runs on loopback, scripted with ``script``;
 - ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` and ``GEMINI_API_KEY`` are set to a
   fake key (real keys are dropped, so nothing reaches a vendor);
+- ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GEMINI_BASE_URL`` hold the
+  simulator's base URLs (for a chain file's ``base_url: "${OPENAI_BASE_URL:-...}"``),
+  ``FAILOVER_SIM_URL`` its root (``http://127.0.0.1:PORT``);
 - ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built without a
   ``base_url=`` get the simulator's, and an ``HTTPFallback`` whose URL is not on
   loopback is sent to the simulator's ``http`` route. A snippet that passes its
@@ -28,6 +31,7 @@ import ast
 import asyncio
 import functools
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -69,6 +73,10 @@ def substitute(sim: SimulatedServer) -> None:
         os.environ.pop(var, None)
     for var in KEY_VARS[:3]:
         os.environ[var] = FAKE_KEY
+    os.environ["OPENAI_BASE_URL"] = sim.openai_url
+    os.environ["ANTHROPIC_BASE_URL"] = sim.anthropic_url
+    os.environ["GEMINI_BASE_URL"] = sim.gemini_url
+    os.environ["FAILOVER_SIM_URL"] = sim.url
     for modules, name, url in (
         (("providers.openai", "providers"), "OpenAIChat", sim.openai_url),
         (("providers.anthropic", "providers"), "AnthropicMessages", sim.anthropic_url),
@@ -99,7 +107,11 @@ def substitute(sim: SimulatedServer) -> None:
 
 
 def run_python(code: str, where: str) -> None:
-    """Execute ``code`` as ``__main__``; top-level ``await`` runs in one event loop."""
+    """Execute ``code`` as ``__main__``; top-level ``await`` runs in one event loop.
+
+    Code that defines ``test_*`` functions is a test module: pytest runs it."""
+    if _is_test_module(code):
+        return run_tests(code)
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     compiled = compile(code, where, "exec", flags=flags, dont_inherit=True)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
@@ -107,6 +119,27 @@ def run_python(code: str, where: str) -> None:
         asyncio.run(eval(compiled, namespace))
     else:
         exec(compiled, namespace)
+
+
+def _is_test_module(code: str) -> bool:
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    return any(
+        isinstance(node, functions) and node.name.startswith("test_")
+        for node in ast.parse(code).body
+    )
+
+
+def run_tests(code: str) -> None:
+    """Run ``code`` as a pytest module in the working directory; raise unless all pass."""
+    import pytest
+
+    Path("test_snippet.py").write_text(code, encoding="utf-8")
+    args = ["-q", "-p", "no:cacheprovider", "test_snippet.py"]
+    if importlib.util.find_spec("pytest_asyncio") is not None:
+        args += ["-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"]
+    exit_code = pytest.main(args)
+    if exit_code != 0:
+        raise RuntimeError(f"pytest exited {int(exit_code)}")
 
 
 def run_failover(argv: list[str]) -> int:

@@ -4,7 +4,9 @@ What runs, each in a fresh interpreter (``tests/readme_runner.py``), in a
 temporary directory:
 
 - every ```python block, as a script; top-level ``await`` is allowed (it then
-  runs in one event loop, as in ``python -m asyncio``);
+  runs in one event loop, as in ``python -m asyncio``); a block defining
+  ``test_*`` functions is a test module, run with pytest (all must pass;
+  ``asyncio_mode=auto`` when pytest-asyncio is installed);
 - every ``failover run`` / ``failover check`` line of a ```sh block that names a
   file the docs define (below), with the rest of the line as its arguments;
   ``X | failover ...`` gets a few lines of text on stdin.
@@ -17,7 +19,8 @@ fault script can be used by other snippets); a file block is not run itself.
 The substitution, the only difference from a user's run (tests/readme_runner.py
 has the details): a ``SimulatedServer`` runs on loopback; ``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY`` and ``GEMINI_API_KEY`` hold a fake key (real keys are
-dropped); ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built
+dropped); ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GEMINI_BASE_URL``
+hold the simulator's base URLs and ``FAILOVER_SIM_URL`` its root; ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built
 without ``base_url=`` get the simulator's, and an ``HTTPFallback`` URL that is
 not on loopback goes to its ``http`` route. So write a snippet as a user would
 (``OpenAIChat("gpt-5.4-mini")``, the key from the environment) and it runs here
