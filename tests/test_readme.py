@@ -49,6 +49,7 @@ from once it passes (the test then fails, saying so).
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import os
@@ -257,21 +258,24 @@ def test_snippet_runs(case: Case, tmp_path: Path) -> None:
 
 
 def test_every_block_is_run_a_file_or_marked() -> None:
-    """Counts what runs; a skipped python block says why; every chain file is used."""
-    python = [b for b in BLOCKS if b.lang == "python"]
+    """Each python block is run, a file or marked not-run with a reason (and still compiles);
+    every chain file is run; every ``sim:`` script is valid."""
     run = {c.block.where for c in CASES}
-    files = [b for b in python if b.filename()]
-    not_run = [b for b in python if b.marker("not-run") is not None]
-    assert all(b.marker("not-run") for b in not_run), "a not-run marker needs a reason"
-    assert len(python) == len([b for b in python if b.where in run]) + len(files) + len(not_run)
-    assert len(run) >= 10, f"only {len(run)} blocks run: is the parser still finding them?"
+    kinds: dict[str, list[str]] = {"run": [], "file": [], "not-run": []}
+    for b in (b for b in BLOCKS if b.lang == "python"):
+        reason = b.marker("not-run")
+        kind = "not-run" if reason is not None else "file" if b.filename() else "run"
+        kinds[kind].append(b.where)
+        assert reason is None or (reason and not b.filename()), f"{b.where}: not-run needs a reason"
+        assert kind != "run" or b.where in run, f"{b.where}: not collected"
+        compile(b.text, b.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    assert len(kinds["run"]) >= 10, f"only {kinds['run']} run: does the parser find blocks?"
     names = [b.filename() for b in BLOCKS if b.filename()]
     assert len(names) == len(set(names)), f"two blocks are the same file: {sorted(names)}"
     for b in BLOCKS:
         if b.lang == "yaml" and b.filename():
             used = any(b.filename() in c.argv or b.filename() in c.code for c in CASES)
             assert used, f"{b.where}: chain file {b.filename()} is never run"
-    for b in BLOCKS:
         script = b.marker("sim")
         if script is not None:
             parse_script(json.loads(script))  # a bad script fails here, naming the fault
