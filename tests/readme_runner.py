@@ -94,13 +94,12 @@ def substitute(sim: SimulatedServer) -> None:
         _defaulting(modules, name, base_url)
 
     def http_url(args: list[Any], kwargs: dict[str, Any]) -> Any:
-        key = 0 if args else "url"
-        given = args[0] if args else kwargs.get("url")
-        if isinstance(given, str) and urlsplit(given).hostname not in LOOPBACK:
+        url = args[0] if args else kwargs.get("url")
+        if isinstance(url, str) and urlsplit(url).hostname not in LOOPBACK:
             if args:
                 args[0] = sim.http_url
             else:
-                kwargs[key] = sim.http_url
+                kwargs["url"] = sim.http_url
         return args, kwargs
 
     _defaulting(("providers.generic_http", "providers"), "HTTPFallback", http_url)
@@ -111,7 +110,8 @@ def run_python(code: str, where: str) -> None:
 
     Code that defines ``test_*`` functions is a test module: pytest runs it."""
     if _is_test_module(code):
-        return run_tests(code)
+        run_tests(code)
+        return
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     compiled = compile(code, where, "exec", flags=flags, dont_inherit=True)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
@@ -165,6 +165,9 @@ def main() -> int:
             else:
                 outcome["exit"] = run_failover(job["argv"])
             outcome["completed"] = True
+        except SystemExit as exc:  # a script's sys.exit(): 0 or None is a normal end
+            outcome["completed"] = exc.code in (0, None)
+            outcome["exit"] = exc.code
         except BaseException:
             traceback.print_exc()
         finally:
