@@ -355,7 +355,8 @@ _MODEL = re.compile(r"""(?:["'`]|model\s*[:=]\s*)((?:claude|gpt|gemini|o\d)-[\w.
 
 def test_model_names_are_current() -> None:
     deprecated = _deprecated_models()
-    pages = [*DOCS, *sorted(p for p in (ROOT / "examples").iterdir() if p.is_file())]
+    examples = sorted(p for p in (ROOT / "examples").iterdir() if p.is_file())
+    pages = [*DOCS, *examples, ROOT / "providers" / "demo.py"]  # what a new user reads and runs
     found = []
     for page in pages:
         for name in _MODEL.findall(page.read_text("utf-8")):
