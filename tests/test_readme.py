@@ -20,9 +20,10 @@ The substitution, the only difference from a user's run (tests/readme_runner.py
 has the details): a ``SimulatedServer`` runs on loopback; ``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY`` and ``GEMINI_API_KEY`` hold a fake key (real keys are
 dropped); ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GEMINI_BASE_URL``
-hold the simulator's base URLs and ``FAILOVER_SIM_URL`` its root; ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built
-without ``base_url=`` get the simulator's, and an ``HTTPFallback`` URL that is
-not on loopback goes to its ``http`` route. So write a snippet as a user would
+hold the simulator's base URLs and ``FAILOVER_SIM_URL`` its root;
+``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built without
+``base_url=`` get the simulator's, and an ``HTTPFallback`` URL that is not on
+loopback goes to its ``http`` route. So write a snippet as a user would
 (``OpenAIChat("gpt-5.4-mini")``, the key from the environment) and it runs here
 unchanged. A snippet with its own ``SimulatedServer`` keeps its URLs.
 
