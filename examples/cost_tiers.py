@@ -41,10 +41,10 @@ async def main() -> None:
         anthropic = endpoint("ANTHROPIC_API_KEY", sim.anthropic_url)
         agent = FallbackAgent(
             [
-                OpenAIChat("gpt-4o-mini", name="gpt-4o-mini", price=(0.15, 0.60), **openai),
-                OpenAIChat("gpt-4o", name="gpt-4o", price=(2.50, 10.00), **openai),
+                OpenAIChat("gpt-5.4-mini", name="gpt-5.4-mini", price=(0.75, 4.50), **openai),
+                OpenAIChat("gpt-5.4", name="gpt-5.4", price=(2.50, 15.00), **openai),
                 AnthropicMessages(
-                    "claude-opus-4-1", name="claude-opus", price=(15.0, 75.0), **anthropic
+                    "claude-opus-4-6", name="claude-opus", price=(5.0, 25.0), **anthropic
                 ),
             ],
             max_retries=1,

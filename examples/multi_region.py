@@ -50,10 +50,10 @@ async def main() -> None:
         openai = FallbackAgent(
             [
                 OpenAIChat(
-                    "gpt-4o-mini", base_url=f"{down}/v1", api_key="unused", name="openai-us-east"
+                    "gpt-5.4-mini", base_url=f"{down}/v1", api_key="unused", name="openai-us-east"
                 ),
                 OpenAIChat(
-                    "gpt-4o-mini",
+                    "gpt-5.4-mini",
                     name="openai-eu-west",
                     **endpoint("OPENAI_API_KEY", sim.openai_url),
                 ),
@@ -66,12 +66,12 @@ async def main() -> None:
         anthropic = FallbackAgent(
             [
                 AnthropicMessages(
-                    "claude-sonnet-4-5",
+                    "claude-sonnet-4-6",
                     name="anthropic-us",
                     **endpoint("ANTHROPIC_API_KEY", sim.anthropic_url),
                 ),
                 AnthropicMessages(
-                    "claude-sonnet-4-5",
+                    "claude-sonnet-4-6",
                     name="anthropic-eu",
                     **endpoint("ANTHROPIC_API_KEY", sim.anthropic_url),
                 ),

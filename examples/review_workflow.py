@@ -33,9 +33,9 @@ def review_chain(sim: SimulatedServer, name: str) -> FallbackAgent:
     """The seed's review chain: Codex, then Claude, then Gemini."""
     return FallbackAgent(
         [
-            OpenAIChat("gpt-4o-mini", name="codex", **endpoint("OPENAI_API_KEY", sim.openai_url)),
+            OpenAIChat("gpt-5.4-mini", name="codex", **endpoint("OPENAI_API_KEY", sim.openai_url)),
             AnthropicMessages(
-                "claude-sonnet-4-5",
+                "claude-sonnet-4-6",
                 name="claude",
                 **endpoint("ANTHROPIC_API_KEY", sim.anthropic_url),
             ),

@@ -39,9 +39,9 @@ async def main() -> None:
         anthropic = endpoint("ANTHROPIC_API_KEY", sim.anthropic_url)
 
         def gpt(name: str) -> OpenAIChat:
-            return OpenAIChat("gpt-4o-mini", name=name, **openai)
+            return OpenAIChat("gpt-5.4-mini", name=name, **openai)
 
-        claude = AnthropicMessages("claude-sonnet-4-5", name="claude", **anthropic)
+        claude = AnthropicMessages("claude-sonnet-4-6", name="claude", **anthropic)
         # a chain that cannot answer: its only provider is out of quota
         doomed = FallbackAgent([FunctionProvider(out_of_quota, name="quota")], name="doomed")
 
@@ -67,7 +67,7 @@ async def main() -> None:
         print("2. a workflow inside a chain")
         # the writer always uses the simulator, scripted to refuse its key: that step fails
         writer = AnthropicMessages(
-            "claude-haiku", name="writer", base_url=sim.anthropic_url, api_key="k"
+            "claude-haiku-4-5", name="writer", base_url=sim.anthropic_url, api_key="k"
         )
         sim.script("anthropic", [Fault.auth()])
         two_step = Workflow(

@@ -117,9 +117,9 @@ async def review_chain(sim: Any, out: Printer) -> str | None:
     sim.script("anthropic", [Fault.overloaded()] * 2)
     agent = FallbackAgent(
         [
-            OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
+            OpenAIChat("gpt-5.4-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
             AnthropicMessages(
-                "claude-sonnet-4-5", base_url=sim.anthropic_url, api_key=KEY, name="claude"
+                "claude-sonnet-4-6", base_url=sim.anthropic_url, api_key=KEY, name="claude"
             ),
             GeminiGenerate("gemini-2.5-flash", base_url=sim.gemini_url, api_key=KEY, name="gemini"),
         ],
@@ -138,7 +138,7 @@ async def cost_tiers(sim: Any, out: Printer) -> str | None:
     """Cheapest model first; ``accept=`` escalates a weak answer to the next tier."""
     from providers import AnthropicMessages, Fault, OpenAIChat
 
-    out.title("cost tiers: gpt-4o-mini -> gpt-4o -> claude-opus (accept= rejects weak answers)")
+    out.title("cost tiers: gpt-5.4-mini -> gpt-5.4 -> claude-opus (accept= rejects weak answers)")
     sim.script(
         "openai",
         [Fault.ok("Not sure.", usage=(40, 3)), Fault.ok("I don't know.", usage=(40, 4))],
@@ -154,14 +154,14 @@ async def cost_tiers(sim: Any, out: Printer) -> str | None:
 
     agent = FallbackAgent(
         [
-            openai("gpt-4o-mini", (0.15, 0.60)),
-            openai("gpt-4o", (2.50, 10.00)),
+            openai("gpt-5.4-mini", (0.75, 4.50)),
+            openai("gpt-5.4", (2.50, 15.00)),
             AnthropicMessages(
-                "claude-opus-4-1",
+                "claude-opus-4-6",
                 base_url=sim.anthropic_url,
                 api_key=KEY,
                 name="claude-opus",
-                price=(15.0, 75.0),
+                price=(5.0, 25.0),
             ),
         ],
         name="cost-tiers",
@@ -183,8 +183,8 @@ async def multi_region(sim: Any, out: Printer) -> str | None:
     hooks = out.hooks()
     openai = FallbackAgent(
         [
-            OpenAIChat("gpt-4o", base_url=f"{down}/openai/v1", api_key=KEY, name="openai-us-east"),
-            OpenAIChat("gpt-4o", base_url=sim.openai_url, api_key=KEY, name="openai-eu-west"),
+            OpenAIChat("gpt-5.4", base_url=f"{down}/openai/v1", api_key=KEY, name="openai-us-east"),
+            OpenAIChat("gpt-5.4", base_url=sim.openai_url, api_key=KEY, name="openai-eu-west"),
         ],
         name="openai",
         max_retries=1,
@@ -194,10 +194,10 @@ async def multi_region(sim: Any, out: Printer) -> str | None:
     anthropic = FallbackAgent(
         [
             AnthropicMessages(
-                "claude-sonnet-4-5", base_url=sim.anthropic_url, api_key=KEY, name="anthropic-us"
+                "claude-sonnet-4-6", base_url=sim.anthropic_url, api_key=KEY, name="anthropic-us"
             ),
             AnthropicMessages(
-                "claude-sonnet-4-5", base_url=sim.anthropic_url, api_key=KEY, name="anthropic-eu"
+                "claude-sonnet-4-6", base_url=sim.anthropic_url, api_key=KEY, name="anthropic-eu"
             ),
         ],
         name="anthropic",
@@ -222,9 +222,9 @@ async def workflow(sim: Any, out: Printer) -> str | None:
     def chain(name: str) -> FallbackAgent:
         return FallbackAgent(
             [
-                OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
+                OpenAIChat("gpt-5.4-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
                 AnthropicMessages(
-                    "claude-sonnet-4-5", base_url=sim.anthropic_url, api_key=KEY, name="claude"
+                    "claude-sonnet-4-6", base_url=sim.anthropic_url, api_key=KEY, name="claude"
                 ),
                 GeminiGenerate(
                     "gemini-2.5-flash", base_url=sim.gemini_url, api_key=KEY, name="gemini"
@@ -269,9 +269,9 @@ async def all_down(sim: Any, out: Printer) -> str | None:
     sim.script("anthropic", [Fault.auth(401)])
     agent = FallbackAgent(
         [
-            OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
+            OpenAIChat("gpt-5.4-mini", base_url=sim.openai_url, api_key=KEY, name="codex"),
             AnthropicMessages(
-                "claude-sonnet-4-5", base_url=sim.anthropic_url, api_key=KEY, name="claude"
+                "claude-sonnet-4-6", base_url=sim.anthropic_url, api_key=KEY, name="claude"
             ),
         ],
         name="doomed",
