@@ -44,6 +44,7 @@ __all__ = [
     "lookup",
     "model_facts",
     "official",
+    "vendor_rates",
 ]
 
 #: Our provider families' vendors in the catalogue.
@@ -146,6 +147,17 @@ def model_facts(
     if window is None and entry is not None:
         window = entry.context_window
     return ModelFacts(price, rates, window)
+
+
+def vendor_rates(family: str, model: str | None, base_url: str | None) -> Rates | None:
+    """The catalogue's rates for ``model`` served by ``family``'s own API (``base_url``
+    None: the tool's default, the vendor's): for agents that name their model but set
+    no price (the coding-agent CLIs)."""
+    vendor = VENDORS.get(family)
+    if not model or vendor is None or (base_url is not None and not official(vendor, base_url)):
+        return None
+    entry = lookup(vendor, model)
+    return entry.rates if entry is not None else None
 
 
 def check_window(value: int | None, *, field: str) -> int | None:
