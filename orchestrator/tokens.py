@@ -63,7 +63,7 @@ def fits(request: Request, context_window: int, *, counts_output: bool = True) -
     """
     reserve = (request.max_tokens or 0) if counts_output else 0
     room = context_window - reserve
-    chars = sum(len(part) for part in _input_texts(request))
+    chars = sum(map(len, _input_texts(request)))
     if _tokens_for(chars * _MAX_UTF8_PER_CHAR) <= room:
         return True
     return input_tokens_at_least(request) <= room
