@@ -97,6 +97,8 @@ class CatalogueEntry:
 def official(vendor: str, base_url: str) -> bool:
     """Whether ``base_url`` is ``vendor``'s own API (the catalogue's URL pattern for it,
     ending at the host: ``https://api.openai.com.example`` is not OpenAI)."""
+    if not base_url.startswith("https://"):
+        return False  # every vendor API is https: a plain-http server skips the import
     provider = _provider(vendor)
     found = None if provider is None else re.match(provider.api_pattern, base_url)
     return found is not None and base_url[found.end() : found.end() + 1] in ("", "/", ":", "?")

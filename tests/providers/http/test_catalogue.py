@@ -148,3 +148,15 @@ def test_importing_providers_does_not_load_the_catalogue() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_a_loopback_provider_does_not_load_the_catalogue() -> None:
+    script = (
+        "import sys; from providers import OpenAIChat; "
+        "p = OpenAIChat('gpt-4o', base_url='http://127.0.0.1:9/v1'); "
+        "print(p.price, 'genai_prices' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "None False", done.stderr[-2000:]
