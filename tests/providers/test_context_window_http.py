@@ -65,3 +65,13 @@ async def test_an_unknown_model_gets_no_cost(sim: SimulatedServer) -> None:
     for provider in (unknown, not_asked):
         result = await FallbackAgent([provider]).run("hi")
         assert result.usage is not None and result.cost_usd is None
+
+
+async def test_a_stream_skips_the_small_window_too(sim: SimulatedServer) -> None:
+    small = OpenAIChat("small", base_url=sim.openai_url, api_key=KEY, context_window=1000)
+    large = GeminiGenerate("large", base_url=sim.gemini_url, api_key=KEY)
+    async with FallbackAgent([small, large]).stream(Request(LONG)) as chunks:
+        text = "".join([c async for c in chunks])
+    assert text and chunks.result.handled_by == "gemini:large"
+    assert sim.count("openai") == 0
+    assert chunks.result.attempts[0].reason == "context_window"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from orchestrator import Usage
+from orchestrator.config import ConfigError, load_config
 from providers import AnthropicMessages, GeminiGenerate, OpenAIChat
 from providers.http.catalogue import Rates, lookup, official
 
@@ -160,3 +162,25 @@ def test_a_loopback_provider_does_not_load_the_catalogue() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert done.stdout.strip() == "None False", done.stderr[-2000:]
+
+
+def test_chain_file_keys(tmp_path: Path) -> None:
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "providers:\n"
+        "  local: {type: openai, model: gpt-4o, base_url: 'http://127.0.0.1:9/v1',\n"
+        "          context_window: 8192, catalogue: true}\n"
+        "  mine: {type: gemini, model: gemini-2.5-flash, price: [1, 2], catalogue: false}\n"
+    )
+    providers = load_config(path, environ={}).providers
+    local, mine = providers["local"], providers["mine"]
+    assert isinstance(local, OpenAIChat) and isinstance(mine, GeminiGenerate)
+    assert (local.context_window, local.price) == (8192, (2.5, 10.0))
+    assert (mine.context_window, mine.price) == (None, (1.0, 2.0))
+
+
+def test_chain_file_refuses_a_bad_window(tmp_path: Path) -> None:
+    path = tmp_path / "chain.yaml"
+    path.write_text("providers:\n  x: {type: openai, model: m, context_window: 0}\n")
+    with pytest.raises(ConfigError, match="context_window"):
+        load_config(path, environ={})
