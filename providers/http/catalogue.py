@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from orchestrator.types import Usage
 
@@ -100,8 +101,10 @@ def official(vendor: str, base_url: str) -> bool:
     if not base_url.startswith("https://"):
         return False  # every vendor API is https: a plain-http server skips the import
     provider = _provider(vendor)
-    found = None if provider is None else re.match(provider.api_pattern, base_url)
-    return found is not None and base_url[found.end() : found.end() + 1] in ("", "/", ":", "?")
+    parts = urlsplit(base_url)
+    origin = f"{parts.scheme}://{parts.hostname or ''}"  # the pattern must match the host whole
+    found = None if provider is None else re.match(provider.api_pattern, origin)
+    return found is not None and found.end() == len(origin)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,19 @@ def test_official_endpoints(url: str, expected: bool) -> None:
     assert official("openai", url) is expected
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://generativelanguage.googleapis.com", True),
+        ("https://europe-west1-aiplatform.googleapis.com/v1", True),
+        ("https://evil.example/x.googleapis.com", False),
+        ("https://googleapis.com.evil.example", False),
+    ],
+)
+def test_the_vendor_pattern_must_match_the_whole_host(url: str, expected: bool) -> None:
+    assert official("google", url) is expected
+
+
 def test_known_models_get_price_and_window_without_being_told() -> None:
     gpt = OpenAIChat("gpt-4o-mini")
     assert gpt.price == (0.15, 0.6) and gpt.context_window == 128_000
