@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator import events
 from orchestrator.engine.classify import reason_of
@@ -37,6 +37,7 @@ __all__ = [
     "report_call",
     "schema_adapter",
     "schema_json",
+    "skip",
     "skipped",
 ]
 
@@ -66,6 +67,8 @@ def schema_json(schema: Any) -> dict[str, Any]:
     out: dict[str, Any] = schema_adapter(schema).json_schema()
     return out
 
+
+E = TypeVar("E", bound=BaseException)
 
 #: What the last attempt tells the health store about its provider, once the call ends:
 #: ``SUCCEEDED``, a counted failure (``(True, retry_after)``), or ``None`` (nothing).
@@ -275,14 +278,21 @@ def skipped(run: Run, name: str, open_until: float | None) -> CircuitOpen:
     """Record that ``name`` was skipped, its circuit open; the error to hand over with."""
     error = CircuitOpen("skipped: circuit open", provider=name)
     note = f"open until {open_until:.3f}" if open_until else None
-    run.log.add(Attempt(name, error, 0, run.agent.clock.wall(), 0.0, "circuit_open", note=note))
+    return skip(run, name, error, note)
+
+
+def skip(run: Run, name: str, error: E, note: str | None = None) -> E:
+    """Record that ``name`` was skipped without a request, for ``error`` (attempt 0, its
+    reason from the taxonomy); returns the error to hand over with."""
+    reason = reason_of(error)
+    run.log.add(Attempt(name, error, 0, run.agent.clock.wall(), 0.0, reason, note=note))
     events.emit(
         "info",
         "attempt_failed",
         agent=run.agent.name,
         child=name,
         attempt=0,
-        reason="circuit_open",
+        reason=reason,
         **events.error_fields(error),
     )
     return error

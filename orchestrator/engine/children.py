@@ -9,18 +9,19 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.engine.attempt import attempt, call_hook, report_call
+from orchestrator.engine.attempt import attempt, call_hook, report_call, skip
 from orchestrator.engine.retrying import retry
 from orchestrator.engine.run import Run, Via
-from orchestrator.errors import FallbackError, Rejected
+from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected
 from orchestrator.policy import RetryPolicy
+from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "ProviderChild"]
+__all__ = ["ChainChild", "ProviderChild", "too_long"]
 
 
 class ProviderChild:
@@ -44,8 +45,12 @@ class ProviderChild:
 
         The health store hears once per call, how its last attempt ended
         (:func:`~orchestrator.engine.attempt.report_call`), not once per attempt.
-        A cancelled call tells it nothing.
+        A cancelled call tells it nothing. A request that surely cannot fit the
+        provider's context window is not sent (:func:`too_long`).
         """
+        unfit = too_long(self.provider, request)
+        if unfit is not None:
+            return run.leave(self.name, skip(run, self.name, unfit))
         try:
             outcome = await self._call(run, request, via)
         except asyncio.CancelledError:
@@ -72,6 +77,25 @@ class ProviderChild:
                 run, provider, request, outcome, policy, last_resort=via == "last_resort"
             )
         return outcome
+
+
+def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:
+    """The error for a request that surely cannot fit ``provider.context_window`` (tokens,
+    when it has one), or None. ``provider.window_counts_output`` False: the window holds
+    the input only. The estimate never over-counts (:mod:`orchestrator.tokens`)."""
+    window = getattr(provider, "context_window", None)
+    if window is None:
+        return None
+    counts_output = getattr(provider, "window_counts_output", True)
+    if fits(request, window, counts_output=counts_output):
+        return None
+    need = input_tokens_at_least(request)
+    reserve = f" + max_tokens {request.max_tokens}" if counts_output and request.max_tokens else ""
+    return ContextWindowExceeded(
+        f"skipped: the request needs at least {need} input tokens{reserve}, "
+        f"over the context window of {window} tokens",
+        provider=provider.name,
+    )
 
 
 class ChainChild:

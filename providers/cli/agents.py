@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TypedDict
 
 from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError, ResponseTooLarge
@@ -25,6 +26,7 @@ from orchestrator.types import Request, Response
 from orchestrator.units import Seconds, seconds, seconds_or_none
 from providers.cli.classify import Redactor, classify_exit, clip
 from providers.cli.process import CLIOutput, run_process
+from providers.http.catalogue import Rates
 from providers.http.redact import Redacted
 
 __all__ = [
@@ -86,7 +88,10 @@ class CLIAgent:
     ``max_output_bytes`` is read and dropped, and the call is ``ResponseTooLarge``
     (an ``InvalidOutput`` that falls over at once, as an HTTP reply over
     ``max_response_bytes`` does): a cut answer is never passed on as if it were whole.
+    ``rates`` price a reply's usage when the tool reports no cost of its own.
     """
+
+    rates: Rates | None = None
 
     def __init__(
         self,
@@ -220,4 +225,7 @@ class CLIAgent:
             failure.__cause__ = Redacted(why)
         if failure is not None:
             raise failure  # not in the except block, where exc would be the context
-        return Response(text=result) if isinstance(result, str) else result
+        response = Response(text=result) if isinstance(result, str) else result
+        if response.cost_usd is None and response.usage is not None and self.rates is not None:
+            response = replace(response, cost_usd=self.rates.cost(response.usage))
+        return response

@@ -2,8 +2,10 @@
 
 Each adds its tool's argv to :class:`~providers.cli.agents.CLIAgent`, reads its
 structured output, and switches off its own retries (retries happen in one
-layer: ours). Besides its own keywords each takes ``name`` and the
-:class:`~providers.cli.agents.AgentOptions` (``cwd``, ``env``, ``timeout``,
+layer: ours). Given a ``model`` the catalogue knows, served by the vendor's own
+API, a reply's usage is priced (:mod:`providers.http.catalogue`) unless the
+tool reports its cost itself (claude does). Besides its own keywords each takes
+``name`` and the :class:`~providers.cli.agents.AgentOptions` (``cwd``, ``env``, ``timeout``,
 ``idle_timeout``, ``max_output_bytes``, ``classify``), passed on to ``CLIAgent``.
 Switching retries off:
 
@@ -35,6 +37,7 @@ from providers.cli.formats import (
 )
 from providers.cli.gemini_settings import gemini_settings_file
 from providers.cli.process import CLIOutput
+from providers.http.catalogue import vendor_rates
 
 __all__ = ["ClaudeCode", "Codex", "GeminiCLI"]
 
@@ -81,6 +84,7 @@ class ClaudeCode(CLIAgent):
         super().__init__([*argv, *extra_args], name=name, **options)
         self.model = model
         self.base_url = base_url
+        self.rates = vendor_rates("anthropic", model, base_url)
 
     def _switches(self) -> dict[str, str]:
         env = {"CLAUDE_CODE_MAX_RETRIES": "0"}
@@ -149,6 +153,7 @@ class Codex(CLIAgent):
         super().__init__([*argv, *extra_args, "-"], name=name, **options)
         self.model = model
         self.base_url = base_url
+        self.rates = vendor_rates("openai", model, base_url)
 
     def _structured_error(self, out: CLIOutput, redact: Redactor) -> ProviderError | None:
         return classify_codex(out, self.name, redact)
@@ -194,6 +199,7 @@ class GeminiCLI(CLIAgent):
         self.model = model
         self.base_url = base_url
         self.settings_dir = settings_dir
+        self.rates = vendor_rates("gemini", model, base_url)
 
     def _switches(self) -> dict[str, str]:
         return {"GOOGLE_GEMINI_BASE_URL": self.base_url} if self.base_url else {}

@@ -82,6 +82,7 @@ class GeminiGenerate(VendorProvider):
     """
 
     family = "gemini"
+    window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
     def __init__(

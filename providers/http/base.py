@@ -36,6 +36,7 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.caller import HTTPCaller, error_body
+from providers.http.catalogue import Rates, model_facts
 from providers.http.client import TransportError, shared_client
 from providers.http.documents import load_json, load_json_async
 from providers.http.errors import redacted, short
@@ -138,10 +139,12 @@ def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[fl
     return (float(pin), float(pout))
 
 
-def cost_of(usage: Usage | None, price: tuple[float, float] | None) -> float | None:
+def cost_of(usage: Usage | None, price: tuple[float, float] | Rates | None) -> float | None:
     """USD for ``usage`` at ``price`` per million tokens (None when either is unknown)."""
     if usage is None or price is None:
         return None
+    if isinstance(price, Rates):
+        return price.cost(usage)
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
 
 
@@ -153,6 +156,8 @@ class VendorSettings(TypedDict, total=False):
     name: str | None
     timeout: float | timedelta
     price: tuple[float, float] | None
+    context_window: int | None
+    catalogue: bool | None
     client: Any
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
@@ -166,9 +171,14 @@ class VendorProvider(HTTPCaller):
     byte, for ``complete`` and ``stream`` alike (``ProviderTimeout``).
     ``max_response_bytes`` (default 32 MiB) caps the reply after decompression,
     a whole stream included (``ResponseTooLarge``, which falls over at once).
+    ``price`` (USD per million input and output tokens) and ``context_window``
+    (tokens) come from the model catalogue when not given
+    (:mod:`providers.http.catalogue`; ``catalogue=`` says where it applies).
     """
 
     family: ClassVar[str] = ""
+    #: Whether ``context_window`` holds the reply too (so ``max_tokens`` counts against it).
+    window_counts_output: ClassVar[bool] = True
     env_vars: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
@@ -180,6 +190,8 @@ class VendorProvider(HTTPCaller):
         name: str | None = None,
         timeout: float | timedelta = 60.0,
         price: tuple[float, float] | None = None,
+        context_window: int | None = None,
+        catalogue: bool | None = None,
         client: Any = None,
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
@@ -200,7 +212,16 @@ class VendorProvider(HTTPCaller):
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )
-        self.price = validate_price(price, field=f"{cls}.price")
+        facts = model_facts(
+            self.family,
+            model,
+            self.base_url,
+            price=validate_price(price, field=f"{cls}.price"),
+            context_window=context_window,
+            catalogue=catalogue,
+            owner=cls,
+        )
+        self.price, self.rates, self.context_window = facts.price, facts.rates, facts.context_window
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
@@ -271,7 +292,7 @@ class VendorProvider(HTTPCaller):
             usage=usage,
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            cost_usd=cost_of(usage, self.price),
+            cost_usd=cost_of(usage, self.rates),
         )
 
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:

@@ -48,7 +48,8 @@ def check_url(url: str, info: ValidationInfo, *, allow_user_info: bool) -> str:
 
 
 class VendorSpec(ProviderSpec):
-    """``model``, the endpoint, the key (from the environment) and the reply limits."""
+    """``model``, the endpoint, the key (from the environment), the reply limits, and
+    the price and context window (given, else from the model catalogue)."""
 
     allow_insecure_http: Flag = False
     model: Name
@@ -57,6 +58,8 @@ class VendorSpec(ProviderSpec):
     timeout: PositiveFloat | None = None
     max_response_bytes: PositiveInt | None = None
     price: Price | None = None
+    context_window: PositiveInt | None = None
+    catalogue: Flag | None = None
     headers: dict[str, str] | None = None
 
     @field_validator("base_url")
@@ -74,6 +77,8 @@ class VendorSpec(ProviderSpec):
                 timeout=self.timeout,
                 max_response_bytes=self.max_response_bytes,
                 price=self.price,
+                context_window=self.context_window,
+                catalogue=self.catalogue,
                 extra_headers=self.headers,
             ),
         }

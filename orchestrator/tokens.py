@@ -1,0 +1,119 @@
+"""A lower bound on a request's input tokens, and whether it fits a context window.
+
+Used before sending, to skip a child whose context window cannot hold the
+request (attempt reason ``context_window``), and by anything that must count
+tokens without a vendor's tokenizer. It never over-counts, so it never skips a
+request that fits; the price is that it under-counts a lot.
+
+The formula: ``ceil(utf8_bytes / MAX_BYTES_PER_TOKEN)`` over the text that is
+surely sent as input. Each token of a byte-level tokenizer stands for a run of
+the text's UTF-8 bytes, and no token of the common public vocabularies is longer
+than :data:`MAX_BYTES_PER_TOKEN` bytes (measured on ``cl100k_base``, whose
+longest token is 128 spaces; tests/orchestrator/test_tokens.py checks it), so
+the text needs at least that many tokens, whatever it is (prose, code, CJK,
+emoji, random bytes). What is counted:
+
+- ``system`` and every message's ``content``;
+- a history's tool calls: their names and their arguments' keys and values;
+- tools: their names, descriptions, and the property names, ``description``
+  and ``enum`` strings of their schemas (vendors render schemas in their own
+  shorter syntax, so the JSON punctuation and type names are not counted).
+
+Role markers, message separators and ids are not counted: vendors differ (Gemini
+sends no tool-call ids), and leaving them out only lowers the bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from orchestrator.types import Request
+
+__all__ = ["MAX_BYTES_PER_TOKEN", "fits", "input_tokens_at_least", "tokens_at_least"]
+
+MAX_BYTES_PER_TOKEN = 128
+"""The longest token, in UTF-8 bytes, of the common byte-level vocabularies (cl100k_base: 128)."""
+
+_MAX_UTF8_PER_CHAR = 4
+_MAX_NODES = 100_000  # a schema or arguments larger than this is counted no further
+
+
+def tokens_at_least(text: str) -> int:
+    """A lower bound on the tokens ``text`` takes in any common tokenizer."""
+    return _tokens_for(_utf8_size(text))
+
+
+def input_tokens_at_least(request: Request) -> int:
+    """A lower bound on the input tokens ``request`` takes (see the module's docstring).
+
+    The bytes of every part are summed before dividing: in the rendered input a
+    token may span the end of one part and the start of the next.
+    """
+    return _tokens_for(sum(_utf8_size(part) for part in _input_texts(request)))
+
+
+def fits(request: Request, context_window: int, *, counts_output: bool = True) -> bool:
+    """Whether ``request`` may fit ``context_window`` tokens: False only when it surely cannot.
+
+    ``counts_output``: the window holds the reply too (OpenAI, Anthropic), so
+    ``max_tokens`` is added; False for a window of input tokens only (Gemini).
+    Cheap when the request is far from the window: the text's length in
+    characters bounds its bytes (4 per character) before anything is encoded.
+    """
+    reserve = (request.max_tokens or 0) if counts_output else 0
+    room = context_window - reserve
+    chars = sum(map(len, _input_texts(request)))
+    if _tokens_for(chars * _MAX_UTF8_PER_CHAR) <= room:
+        return True
+    return input_tokens_at_least(request) <= room
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _tokens_for(size: int) -> int:
+    return -(-size // MAX_BYTES_PER_TOKEN)
+
+
+def _input_texts(request: Request) -> Iterator[str]:
+    """Every piece of text of ``request`` that is surely sent as input."""
+    if request.system:
+        yield request.system
+    for message in request.messages:
+        yield message.content
+        for call in message.tool_calls:
+            yield call.name
+            yield from _json_texts(call.arguments, schema=False)
+    for tool in request.tools:
+        yield tool.name
+        yield tool.description
+        yield from _json_texts(tool.parameters, schema=True)
+
+
+def _json_texts(root: Any, *, schema: bool) -> Iterator[str]:
+    """The texts of a JSON document, walked without recursion (bounded by ``_MAX_NODES``).
+
+    ``schema``: only what a vendor's rendering of a JSON schema surely keeps
+    (property names, descriptions, enum values); otherwise every key and scalar.
+    """
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        node, keep = stack.pop()
+        seen += 1
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if not schema:
+                    yield str(key)
+                    stack.append((value, True))
+                elif key == "properties" and isinstance(value, Mapping):
+                    yield from (str(k) for k in value)
+                    stack.extend((v, False) for v in value.values())
+                else:
+                    stack.append((value, key in ("description", "enum")))
+        elif isinstance(node, list | tuple):
+            stack.extend((item, keep) for item in node)
+        elif keep and isinstance(node, str | int | float) and not isinstance(node, bool):
+            yield str(node)
