@@ -5,7 +5,6 @@ This module holds the public node; one run of it lives in :mod:`orchestrator.eng
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -14,10 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
-from orchestrator.engine.classify import Classifier, ErrorMatcher
+from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
 from orchestrator.policy import RetryPolicy
+from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -47,6 +47,19 @@ class FallbackAgent:
     errors stop everything. When every child fails, ``on_all_failed`` fires and
     :class:`FallbackError` is raised with every attempt.
 
+    ``retry_on=`` / ``fallback_on=`` (exception types, a tuple, or a predicate)
+    *add* to the taxonomy's defaults: ``fallback_on=KeyError`` also hands a
+    ``KeyError`` over, and a 503 still fails over. To replace a default set,
+    say so: ``retry_on=only(ServerError)`` retries nothing else
+    (:func:`orchestrator.only`).
+
+    Hooks come in two kinds. Observational hooks (``on_retry``, ``on_fallback``,
+    ``on_all_failed``) only watch: if one raises, the run goes on; the failure
+    is a ``hook_failed`` event and a note on the attempt that fired the hook.
+    Control hooks (``before_fallback``, ``accept``, ``best_effort``) decide what
+    happens (a redactor, a quality gate), so one that raises stops the run with
+    :class:`~orchestrator.errors.HookError`: unredacted text never leaves.
+
     A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
     """
@@ -63,8 +76,8 @@ class FallbackAgent:
         jitter: str | None = None,
         policy: RetryPolicy | None = None,
         policies: Mapping[str, RetryPolicy] | None = None,
-        retry_on: ErrorMatcher | None = None,
-        fallback_on: ErrorMatcher | None = None,
+        retry_on: ErrorMatcher | Only | None = None,
+        fallback_on: ErrorMatcher | Only | None = None,
         escalate_on_guardrail: bool = False,
         timeout: float | timedelta | None = None,
         attempt_timeout: float | timedelta | None = None,
@@ -147,12 +160,8 @@ class FallbackAgent:
 
     def run_sync(self, request: str | Request, **kwargs: Any) -> Result:
         """Blocking ``run`` for scripts; not for use inside a running event loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(request, **kwargs))
-        raise RuntimeError(
-            "FallbackAgent.run_sync: called inside a running event loop; use 'await agent.run(...)'"
+        return run_blocking(
+            lambda: self.run(request, **kwargs), "FallbackAgent.run_sync", "await agent.run(...)"
         )
 
     def stream(
