@@ -38,7 +38,7 @@ from providers.http.body import (
 from providers.http.caller import HTTPCaller, error_body
 from providers.http.client import TransportError, shared_client
 from providers.http.documents import load_json, load_json_async
-from providers.http.errors import redacted, short
+from providers.http.errors import not_found_at, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.sse import SSEEvent, sse_events
 
@@ -280,7 +280,9 @@ class VendorProvider(HTTPCaller):
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
         reply = await self.post_reply(url, headers, json.dumps(payload).encode(), self.secrets)
         if not 200 <= reply.status < 300:
-            raise self.map_error(reply.status, reply.headers, error_body(reply.body))
+            raise not_found_at(
+                self.map_error(reply.status, reply.headers, error_body(reply.body)), url
+            )
         return await load_json_async(
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )
@@ -304,7 +306,8 @@ class VendorProvider(HTTPCaller):
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
-                    raise self.map_error(reply.status, reply.headers, error_body(body))
+                    error = self.map_error(reply.status, reply.headers, error_body(body))
+                    raise not_found_at(error, url)
                 async for event in sse_events(reply.chunks(), max_bytes=limit):
                     if not event.complete and not _whole(event.data):
                         raise StreamInterrupted(
