@@ -18,7 +18,7 @@ from tenacity.wait import wait_base, wait_exponential, wait_fixed, wait_none
 from orchestrator.errors import RateLimited
 from orchestrator.units import seconds
 
-__all__ = ["STRATEGIES", "RetryPolicy"]
+__all__ = ["STRATEGIES", "RetryPolicy", "retry_policy_or_none"]
 
 STRATEGIES = ("exponential", "linear", "none")
 Strategy = Literal["exponential", "linear", "none"]
@@ -131,6 +131,17 @@ class RetryPolicy:
             f"RetryPolicy(max_retries={self.max_retries}, strategy={self.strategy!r}, "
             f"delay={self.delay}, max_delay={self.max_delay}, jitter={self.jitter!r})"
         )
+
+
+def retry_policy_or_none(value: object, owner: str) -> RetryPolicy | None:
+    """A provider's ``retry_policy=`` checked (``TypeError`` naming ``owner``): the engine
+    retries that provider by it instead of the agent's policy."""
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    raise TypeError(
+        f"{owner}.retry_policy: expected RetryPolicy or None, got {type(value).__name__}; "
+        "write retry_policy=RetryPolicy(max_retries=..., ...)"
+    )
 
 
 class _Capped(wait_base):

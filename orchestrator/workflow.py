@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import string
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -258,7 +258,7 @@ class Workflow:
                     out.failures[step.name] = failed[step.name]
 
     async def _gather(
-        self, steps: tuple[Step, ...], one: Callable[[Step], Awaitable[None]]
+        self, steps: tuple[Step, ...], one: Callable[[Step], Coroutine[Any, Any, None]]
     ) -> None:
         """Run ``one(step)`` for every step at once; the first error cancels the rest."""
         if len(steps) == 1:

@@ -26,6 +26,8 @@ from orchestrator.errors import (
     ProviderError,
     StreamInterrupted,
 )
+from orchestrator.keywords import KeywordChecked
+from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
 from orchestrator.units import seconds
@@ -157,15 +159,18 @@ class VendorSettings(TypedDict, total=False):
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
+    retry_policy: RetryPolicy | None
 
 
-class VendorProvider(HTTPCaller):
+class VendorProvider(KeywordChecked, HTTPCaller):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
     byte, for ``complete`` and ``stream`` alike (``ProviderTimeout``).
     ``max_response_bytes`` (default 32 MiB) caps the reply after decompression,
     a whole stream included (``ResponseTooLarge``, which falls over at once).
+    ``retry_policy`` retries this provider by its own :class:`RetryPolicy` instead of
+    the agent's.
     """
 
     family: ClassVar[str] = ""
@@ -184,6 +189,7 @@ class VendorProvider(HTTPCaller):
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -201,6 +207,7 @@ class VendorProvider(HTTPCaller):
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )
         self.price = validate_price(price, field=f"{cls}.price")
+        self.retry_policy = retry_policy_or_none(retry_policy, cls)
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
