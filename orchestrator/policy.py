@@ -18,10 +18,11 @@ from tenacity.wait import wait_base, wait_exponential, wait_fixed, wait_none
 from orchestrator.errors import RateLimited
 from orchestrator.units import seconds
 
-__all__ = ["STRATEGIES", "RetryPolicy", "retry_policy_or_none"]
+__all__ = ["STRATEGIES", "Jitter", "RetryPolicy", "Strategy", "retry_policy_or_none"]
 
 STRATEGIES = ("exponential", "linear", "none")
 Strategy = Literal["exponential", "linear", "none"]
+Jitter = Literal["full"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class RetryPolicy:
     strategy: Strategy = "exponential"
     delay: float = 1.0
     max_delay: float = 60.0
-    jitter: Literal["full"] | None = None
+    jitter: Jitter | None = None
     respect_retry_after: bool = True
     max_retry_after: float = 30.0
 
@@ -49,10 +50,10 @@ class RetryPolicy:
         self,
         *,
         max_retries: int = 2,
-        strategy: str = "exponential",
+        strategy: Strategy = "exponential",
         delay: float | timedelta = 1.0,
         max_delay: float | timedelta = 60.0,
-        jitter: str | None = None,
+        jitter: Jitter | None = None,
         respect_retry_after: bool = True,
         max_retry_after: float | timedelta = 30.0,
     ) -> None:

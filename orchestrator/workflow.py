@@ -21,7 +21,7 @@ from typing import Any
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FailoverError, FallbackError, ProviderError
 from orchestrator.tasks import run_blocking
-from orchestrator.types import Request, Response, Result
+from orchestrator.types import Provider, Request, Response, Result
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
 
@@ -48,12 +48,16 @@ class WorkflowError(FailoverError):
 
 
 class Step:
-    """One call of a chain; ``prompt`` is a template, a callable of the context, or None."""
+    """One call of a chain; ``prompt`` is a template, a callable of the context, or None.
+
+    ``node`` is a ``FallbackAgent``, or anything with a ``name`` and ``async
+    complete(request)`` (a provider, a ``Workflow``), which runs as a chain of one.
+    """
 
     def __init__(
         self,
         name: str,
-        node: Any,
+        node: FallbackAgent | Provider,
         *,
         prompt: str | PromptFn | None = None,
         continue_on_error: bool = False,
@@ -63,17 +67,18 @@ class Step:
             raise ValueError(
                 f"Step.name: {name!r} must be an identifier (it is referenced as {{name.text}})"
             )
-        if not hasattr(node, "run"):
-            if hasattr(node, "complete") and hasattr(node, "name"):
-                node = FallbackAgent([node])
-            else:
+        if not isinstance(node, FallbackAgent):
+            if not (hasattr(node, "complete") and hasattr(node, "name")):
                 raise TypeError(
                     f"Step({name!r}).node: {type(node).__name__} is neither a chain "
                     "(FallbackAgent, Workflow) nor a provider"
                 )
+            # A provider, or a Workflow (whose run() takes inputs, not a request).
+            node = FallbackAgent([node])
         if prompt is not None and not (isinstance(prompt, str) or callable(prompt)):
             raise TypeError(f"Step({name!r}).prompt: expected a str template or a callable")
-        self.name, self.node, self.prompt = name, node, prompt
+        self.name, self.prompt = name, prompt
+        self.node: FallbackAgent = node
         self.continue_on_error, self.schema = continue_on_error, schema
 
     def references(self) -> list[tuple[str, str | None]]:

@@ -9,14 +9,14 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, overload
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
-from orchestrator.policy import RetryPolicy
+from orchestrator.policy import Jitter, RetryPolicy, Strategy
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
@@ -34,6 +34,7 @@ BeforeFallback = Callable[[Request, str], "Request | Stop | Awaitable[Request | 
 Accept = Callable[[Result], bool]
 BestEffort = Callable[[Sequence[Attempt]], "str | None"]
 MidStream = Literal["raise", "continue"]
+T = TypeVar("T")
 
 
 class FallbackAgent:
@@ -70,10 +71,10 @@ class FallbackAgent:
         *,
         name: str | None = None,
         max_retries: int | None = None,
-        retry_strategy: str | None = None,
+        retry_strategy: Strategy | None = None,
         retry_delay: float | timedelta | None = None,
         max_delay: float | timedelta | None = None,
-        jitter: str | None = None,
+        jitter: Jitter | None = None,
         policy: RetryPolicy | None = None,
         policies: Mapping[str, RetryPolicy] | None = None,
         retry_on: ErrorMatcher | Only | None = None,
@@ -142,26 +143,59 @@ class FallbackAgent:
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.rng = rng or random.Random()
 
+    @overload
+    async def run(
+        self,
+        request: str | Request,
+        *,
+        schema: None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Result[None]: ...
+    @overload
+    async def run(
+        self, request: str | Request, *, schema: type[T], timeout: float | timedelta | None = None
+    ) -> Result[T]: ...
     async def run(
         self,
         request: str | Request,
         *,
         schema: type[Any] | None = None,
         timeout: float | timedelta | None = None,
-    ) -> Result:
+    ) -> Result[Any]:
         """Run the chain once; returns the first success or raises ``FallbackError``.
 
-        ``schema`` (a pydantic model) asks every provider for JSON in its native
-        way and validates the reply into ``result.value``. ``timeout`` overrides
-        the agent's whole-run timeout for this call.
+        ``schema`` (a pydantic model, or any type pydantic validates) asks every
+        provider for JSON in its native way and validates the reply into
+        ``result.value``: ``run(p, schema=Review)`` is a ``Result[Review]``.
+        ``timeout`` overrides the agent's whole-run timeout for this call.
         """
         run = Run.start(self, _as_request(request), schema, timeout)
         return await run.execute()
 
-    def run_sync(self, request: str | Request, **kwargs: Any) -> Result:
+    @overload
+    def run_sync(
+        self,
+        request: str | Request,
+        *,
+        schema: None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Result[None]: ...
+    @overload
+    def run_sync(
+        self, request: str | Request, *, schema: type[T], timeout: float | timedelta | None = None
+    ) -> Result[T]: ...
+    def run_sync(
+        self,
+        request: str | Request,
+        *,
+        schema: type[Any] | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Result[Any]:
         """Blocking ``run`` for scripts; not for use inside a running event loop."""
         return run_blocking(
-            lambda: self.run(request, **kwargs), "FallbackAgent.run_sync", "await agent.run(...)"
+            lambda: self.run(request, schema=schema, timeout=timeout),
+            "FallbackAgent.run_sync",
+            "await agent.run(...)",
         )
 
     def stream(
@@ -280,10 +314,10 @@ def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, 
 def _agent_policy(
     policy: RetryPolicy | None,
     max_retries: int | None,
-    strategy: str | None,
+    strategy: Strategy | None,
     delay: float | timedelta | None,
     max_delay: float | timedelta | None,
-    jitter: str | None,
+    jitter: Jitter | None,
 ) -> RetryPolicy:
     loose: dict[str, Any] = {
         k: v

@@ -319,3 +319,10 @@ async def test_partial_results_of_a_failed_workflow_keep_declaration_order() -> 
     with pytest.raises(WorkflowError) as info:
         await wf.run("in")
     assert info.value.results is not None and list(info.value.results) == ["a", "b"]
+
+
+async def test_a_workflow_as_a_step_node_runs_as_a_provider() -> None:
+    inner = Workflow(Phase("In", Step("draft", Scripted("d", ["drafted"]), prompt="{input}")))
+    outer = Workflow(Phase("Out", Step("nested", inner, prompt="go: {input}")))
+    out = await outer.run("x")
+    assert out["nested"].text == "drafted" and out["nested"].handled_by == inner.name
