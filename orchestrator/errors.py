@@ -39,7 +39,7 @@ otherwise the run stops and the error is raised), ``counts_for_health``
         │       ├── GuardrailTriggered content policy / safety refusal
         │       └── InvalidRequest     malformed request (400, 422)
         ├── FallbackError              every child failed; .attempts holds each attempt
-        ├── HookError                  a user hook raised; the hook's exception is __cause__
+        ├── HookError                  a control hook raised; the hook's exception is __cause__
         ├── ConfigError                (also a ValueError) the chain file cannot be used
         └── WorkflowError              a workflow step failed; .error is the step's error
 
@@ -334,7 +334,9 @@ class InvalidRequest(TerminalError):
 
 
 class HookError(FailoverError):
-    """A user hook raised: the run stops; the hook's own exception is ``__cause__``."""
+    """A control hook (``before_fallback``, ``accept``, ``best_effort``) raised: the run
+    stops; the hook's own exception is ``__cause__``. An observational hook
+    (``on_retry``, ``on_fallback``, ``on_all_failed``) that raises does not stop it."""
 
     retried = False
     hands_over = False
