@@ -9,7 +9,9 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from typing_extensions import TypeVar
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
@@ -34,7 +36,8 @@ BeforeFallback = Callable[[Request, str], "Request | Stop | Awaitable[Request | 
 Accept = Callable[[Result], bool]
 BestEffort = Callable[[Sequence[Attempt]], "str | None"]
 MidStream = Literal["raise", "continue"]
-T = TypeVar("T")
+#: The ``schema=`` type of a run: its ``Result[SchemaT]``; ``None`` without a schema.
+SchemaT = TypeVar("SchemaT", default=None)
 
 
 class FallbackAgent:
@@ -143,25 +146,13 @@ class FallbackAgent:
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.rng = rng or random.Random()
 
-    @overload
     async def run(
         self,
         request: str | Request,
         *,
-        schema: None = None,
+        schema: type[SchemaT] | None = None,
         timeout: float | timedelta | None = None,
-    ) -> Result[None]: ...
-    @overload
-    async def run(
-        self, request: str | Request, *, schema: type[T], timeout: float | timedelta | None = None
-    ) -> Result[T]: ...
-    async def run(
-        self,
-        request: str | Request,
-        *,
-        schema: type[Any] | None = None,
-        timeout: float | timedelta | None = None,
-    ) -> Result[Any]:
+    ) -> Result[SchemaT]:
         """Run the chain once; returns the first success or raises ``FallbackError``.
 
         ``schema`` (a pydantic model, or any type pydantic validates) asks every
@@ -172,25 +163,13 @@ class FallbackAgent:
         run = Run.start(self, _as_request(request), schema, timeout)
         return await run.execute()
 
-    @overload
     def run_sync(
         self,
         request: str | Request,
         *,
-        schema: None = None,
+        schema: type[SchemaT] | None = None,
         timeout: float | timedelta | None = None,
-    ) -> Result[None]: ...
-    @overload
-    def run_sync(
-        self, request: str | Request, *, schema: type[T], timeout: float | timedelta | None = None
-    ) -> Result[T]: ...
-    def run_sync(
-        self,
-        request: str | Request,
-        *,
-        schema: type[Any] | None = None,
-        timeout: float | timedelta | None = None,
-    ) -> Result[Any]:
+    ) -> Result[SchemaT]:
         """Blocking ``run`` for scripts; not for use inside a running event loop."""
         return run_blocking(
             lambda: self.run(request, schema=schema, timeout=timeout),
