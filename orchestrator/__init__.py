@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from orchestrator import errors
     from orchestrator.clock import Clock, SystemClock
     from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.engine.classify import only
     from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
@@ -67,6 +68,7 @@ _LAZY = {
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
     "FallbackAgent": "orchestrator.engine.agent",
+    "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
     "Parallel": "orchestrator.workflow",
     "Phase": "orchestrator.workflow",
@@ -104,6 +106,7 @@ __all__ = [
     "WorkflowError",
     "WorkflowResult",
     "errors",
+    "only",
 ]
 
 

@@ -39,7 +39,7 @@ otherwise the run stops and the error is raised), ``counts_for_health``
         │       ├── GuardrailTriggered content policy / safety refusal
         │       └── InvalidRequest     malformed request (400, 422)
         ├── FallbackError              every child failed; .attempts holds each attempt
-        ├── HookError                  a user hook raised; the hook's exception is __cause__
+        ├── HookError                  a control hook raised; the hook's exception is __cause__
         ├── ConfigError                (also a ValueError) the chain file cannot be used
         └── WorkflowError              a workflow step failed; .error is the step's error
 
@@ -334,7 +334,9 @@ class InvalidRequest(TerminalError):
 
 
 class HookError(FailoverError):
-    """A user hook raised: the run stops; the hook's own exception is ``__cause__``."""
+    """A control hook (``before_fallback``, ``accept``, ``best_effort``) raised: the run
+    stops; the hook's own exception is ``__cause__``. An observational hook
+    (``on_retry``, ``on_fallback``, ``on_all_failed``) that raises does not stop it."""
 
     retried = False
     hands_over = False
@@ -359,10 +361,15 @@ def _rebuild_hook_error(hook: str, message: str) -> HookError:
 class FallbackError(FailoverError):
     """Every child failed. ``attempts`` lists every failed attempt, in order.
 
-    ``str(err)`` begins ``All agents failed after N attempts`` and names each
-    child's last error type. It holds no request text and no secret; it pickles.
-    A nested chain that is exhausted always hands over and is never retried whole;
-    its children's failures were counted already.
+    ``str(err)`` reads ``All agents failed after N attempts (a: ServerError: HTTP
+    503: upstream down (x3); b: AuthenticationFailed: no API key: ...)``: each
+    attempt's class and, for the taxonomy's provider errors, the first line of
+    its message, masked and cut to :data:`DETAIL_LIMIT` characters (repeats in a
+    row are counted, not repeated). An exception from outside the taxonomy shows
+    its class only: its text may quote the prompt or a credential the library
+    cannot know. It holds no request text and no secret; it pickles. A nested
+    chain that is exhausted always hands over and is never retried whole; its
+    children's failures were counted already.
     """
 
     retried = False
@@ -380,11 +387,14 @@ class FallbackError(FailoverError):
         return [a.error for a in self.attempts]
 
     def _summary(self) -> str:
-        last: dict[str, str] = {}
+        runs: list[list[Any]] = []  # [label, how many times in a row]
         for a in self.attempts:
-            if a.error is not None:
-                last[a.agent] = a.kind_label()
-        detail = "; ".join(f"{agent}: {label}" for agent, label in last.items())
+            label = f"{a.agent}: {_cause(a)}"
+            if runs and runs[-1][0] == label:
+                runs[-1][1] += 1
+            else:
+                runs.append([label, 1])
+        detail = "; ".join(label + (f" (x{n})" if n > 1 else "") for label, n in runs)
         n = len(self.attempts)
         return f"All agents failed after {n} attempt{'s' if n != 1 else ''}" + (
             f" ({detail})" if detail else ""
@@ -392,3 +402,22 @@ class FallbackError(FailoverError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FallbackError, (self.attempts,), {"name": self.name})
+
+
+#: How much of each attempt's message ``str(FallbackError)`` shows.
+DETAIL_LIMIT = 120
+
+
+def _cause(attempt: Attempt) -> str:
+    """One attempt for a summary: its error's class, and a provider error's first line."""
+    error = attempt.error
+    if not isinstance(error, ProviderError):
+        return attempt.kind_label()
+    from orchestrator.secrets import redact_urls, scrub
+
+    text = (f"HTTP {error.status}: " if error.status is not None else "") + error.message
+    lines = scrub(redact_urls(text)).strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if len(first) > DETAIL_LIMIT:
+        first = first[: DETAIL_LIMIT - 3] + "..."
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

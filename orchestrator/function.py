@@ -9,13 +9,14 @@ from typing import Any, Literal
 
 from orchestrator.config.spec import BuildContext, Flag, ImportPath, ProviderSpec
 from orchestrator.errors import InvalidOutput
-from orchestrator.policy import RetryPolicy
+from orchestrator.keywords import KeywordChecked
+from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.types import Request, Response
 
 __all__ = ["FunctionProvider", "FunctionSpec"]
 
 
-class FunctionProvider:
+class FunctionProvider(KeywordChecked):
     """Wrap ``fn(request) -> str | Response`` (sync or async) as a provider.
 
     ``fn`` receives the :class:`~orchestrator.Request`. An async generator
@@ -45,7 +46,7 @@ class FunctionProvider:
         )
         self._agen = inspect.isasyncgenfunction(fn)
         self._thread = run_in_thread
-        self.retry_policy = retry_policy
+        self.retry_policy = retry_policy_or_none(retry_policy, "FunctionProvider")
 
     async def complete(self, request: Request) -> Response:
         """Call the function once and wrap its return value in a Response."""

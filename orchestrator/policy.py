@@ -18,10 +18,11 @@ from tenacity.wait import wait_base, wait_exponential, wait_fixed, wait_none
 from orchestrator.errors import RateLimited
 from orchestrator.units import seconds
 
-__all__ = ["STRATEGIES", "RetryPolicy"]
+__all__ = ["STRATEGIES", "Jitter", "RetryPolicy", "Strategy", "retry_policy_or_none"]
 
 STRATEGIES = ("exponential", "linear", "none")
 Strategy = Literal["exponential", "linear", "none"]
+Jitter = Literal["full"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class RetryPolicy:
     strategy: Strategy = "exponential"
     delay: float = 1.0
     max_delay: float = 60.0
-    jitter: Literal["full"] | None = None
+    jitter: Jitter | None = None
     respect_retry_after: bool = True
     max_retry_after: float = 30.0
 
@@ -49,10 +50,10 @@ class RetryPolicy:
         self,
         *,
         max_retries: int = 2,
-        strategy: str = "exponential",
+        strategy: Strategy = "exponential",
         delay: float | timedelta = 1.0,
         max_delay: float | timedelta = 60.0,
-        jitter: str | None = None,
+        jitter: Jitter | None = None,
         respect_retry_after: bool = True,
         max_retry_after: float | timedelta = 30.0,
     ) -> None:
@@ -131,6 +132,17 @@ class RetryPolicy:
             f"RetryPolicy(max_retries={self.max_retries}, strategy={self.strategy!r}, "
             f"delay={self.delay}, max_delay={self.max_delay}, jitter={self.jitter!r})"
         )
+
+
+def retry_policy_or_none(value: object, owner: str) -> RetryPolicy | None:
+    """A provider's ``retry_policy=`` checked (``TypeError`` naming ``owner``): the engine
+    retries that provider by it instead of the agent's policy."""
+    if value is None or isinstance(value, RetryPolicy):
+        return value
+    raise TypeError(
+        f"{owner}.retry_policy: expected RetryPolicy or None, got {type(value).__name__}; "
+        "write retry_policy=RetryPolicy(max_retries=..., ...)"
+    )
 
 
 class _Capped(wait_base):

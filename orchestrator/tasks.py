@@ -1,11 +1,35 @@
-"""Stopping a task we own without swallowing the caller's own cancellation."""
+"""Stopping a task we own without swallowing the caller's own cancellation; blocking runs."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
-__all__ = ["cancel_and_wait"]
+__all__ = ["cancel_and_wait", "run_blocking"]
+
+T = TypeVar("T")
+
+
+def run_blocking(start: Callable[[], Coroutine[Any, Any, T]], what: str, instead: str) -> T:
+    """Run the coroutine ``start()`` makes on a new event loop (the ``run_sync`` of scripts).
+
+    Refused inside a running loop (``RuntimeError`` naming ``what`` and the call to
+    write ``instead``), checked before the coroutine exists. The check ends before the
+    run starts, so an error the run raises carries no ``RuntimeError: no running event
+    loop`` as its context.
+    """
+    if _loop_running():
+        raise RuntimeError(f"{what}: called inside a running event loop; use '{instead}'")
+    return asyncio.run(start())
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def cancel_and_wait(task: asyncio.Future[Any]) -> None:

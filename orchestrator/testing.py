@@ -83,11 +83,21 @@ def capture_events() -> Iterator[list[MutableMapping[str, Any]]]:
     """Capture the structlog events the engine emits, as a list of dicts.
 
     Thin wrapper over ``structlog.testing.capture_logs`` that also turns on
-    the engine's events while active (they are cheap no-ops otherwise).
+    the engine's events while active (they are cheap no-ops otherwise). On the
+    way out it restores the structlog configuration it found: left unconfigured
+    when it was (``capture_logs`` alone leaves structlog marked configured, and
+    every later call in the process would print events).
     """
+    import structlog
     import structlog.testing
 
     from orchestrator import events
 
-    with structlog.testing.capture_logs() as logs, events.enabled():
-        yield logs
+    was_configured = structlog.is_configured()
+    try:
+        with structlog.testing.capture_logs() as logs, events.enabled():
+            yield logs
+    finally:
+        if not was_configured:
+            # Unconfigured means builtin defaults: nothing else to put back.
+            structlog.reset_defaults()

@@ -14,7 +14,9 @@ import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, runtime_checkable
+
+from typing_extensions import TypeVar
 
 __all__ = [
     "REASONS",
@@ -463,23 +465,31 @@ class Stop:
     reason: str = "stopped"
 
 
+#: What ``Result.value`` holds: the ``schema=`` type (``Any`` for a bare ``Result``).
+ValueT = TypeVar("ValueT", default=Any)
+
+
 @dataclass(frozen=True, slots=True)
-class Result:
+class Result(Generic[ValueT]):
     """A successful run: the text, who answered, and every attempt (the winning one last).
 
     ``handled_by`` is the name of the provider that actually answered (inside
     nested chains too); it is ``None`` only when ``stopped`` or ``best_effort``
     produced the text. ``value`` holds the validated object when ``schema=`` was
-    given. ``usage`` and ``cost_usd`` sum every attempt that reported them.
-    ``tool_calls`` are the calls the model asked for (empty for a text reply;
-    ``text`` may be "" when the model only called tools).
+    given (typed: ``run(p, schema=Review)`` returns ``Result[Review]``; it is
+    ``None`` when ``stopped`` or ``best_effort`` produced the text). ``usage`` and
+    ``cost_usd`` sum every attempt that reported them. ``tool_calls`` are the
+    calls the model asked for (empty for a text reply; ``text`` may be "" when the
+    model only called tools).
     """
 
     text: str
     handled_by: str | None
     attempts: tuple[Attempt, ...]
     latency: float
-    value: Any = None
+    # None at run time without a schema, and when stopped or best_effort produced the
+    # text (opt-in paths whose code knows it); typed as the schema so ``value.field`` reads.
+    value: ValueT = None  # type: ignore[assignment]
     model: str | None = None
     stopped: Stop | None = None
     best_effort: bool = False

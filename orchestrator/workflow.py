@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FailoverError, FallbackError, ProviderError
-from orchestrator.types import Request, Response, Result
+from orchestrator.tasks import run_blocking
+from orchestrator.types import Provider, Request, Response, Result
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
 
@@ -47,12 +48,16 @@ class WorkflowError(FailoverError):
 
 
 class Step:
-    """One call of a chain; ``prompt`` is a template, a callable of the context, or None."""
+    """One call of a chain; ``prompt`` is a template, a callable of the context, or None.
+
+    ``node`` is a ``FallbackAgent``, or anything with a ``name`` and ``async
+    complete(request)`` (a provider, a ``Workflow``), which runs as a chain of one.
+    """
 
     def __init__(
         self,
         name: str,
-        node: Any,
+        node: FallbackAgent | Provider,
         *,
         prompt: str | PromptFn | None = None,
         continue_on_error: bool = False,
@@ -62,17 +67,18 @@ class Step:
             raise ValueError(
                 f"Step.name: {name!r} must be an identifier (it is referenced as {{name.text}})"
             )
-        if not hasattr(node, "run"):
-            if hasattr(node, "complete") and hasattr(node, "name"):
-                node = FallbackAgent([node])
-            else:
+        if not isinstance(node, FallbackAgent):
+            if not (hasattr(node, "complete") and hasattr(node, "name")):
                 raise TypeError(
                     f"Step({name!r}).node: {type(node).__name__} is neither a chain "
                     "(FallbackAgent, Workflow) nor a provider"
                 )
+            # A provider, or a Workflow (whose run() takes inputs, not a request).
+            node = FallbackAgent([node])
         if prompt is not None and not (isinstance(prompt, str) or callable(prompt)):
             raise TypeError(f"Step({name!r}).prompt: expected a str template or a callable")
-        self.name, self.node, self.prompt = name, node, prompt
+        self.name, self.prompt = name, prompt
+        self.node: FallbackAgent = node
         self.continue_on_error, self.schema = continue_on_error, schema
 
     def references(self) -> list[tuple[str, str | None]]:
@@ -230,6 +236,8 @@ class Workflow:
         out: WorkflowResult,
     ) -> None:
         sem = asyncio.Semaphore(limit or len(steps))
+        done: dict[str, Result] = {}
+        failed: dict[str, BaseException] = {}
 
         async def one(step: Step) -> None:
             async with sem:
@@ -241,32 +249,46 @@ class Workflow:
                         result = await step.node.run(request)
                 except Exception as e:
                     if step.continue_on_error:
-                        out.failures[step.name] = e
+                        failed[step.name] = e
                         return
                     raise WorkflowError(phase.name, step.name, e, out) from e
-                out.results[step.name] = result
+                done[step.name] = result
 
+        try:
+            await self._gather(steps, one)
+        finally:
+            # Declaration order, whatever order the steps finished in (also in the
+            # partial results a WorkflowError carries).
+            for step in steps:
+                if step.name in done:
+                    out.results[step.name] = ctx[step.name] = done[step.name]
+                elif step.name in failed:
+                    out.failures[step.name] = failed[step.name]
+
+    async def _gather(
+        self, steps: tuple[Step, ...], one: Callable[[Step], Coroutine[Any, Any, None]]
+    ) -> None:
+        """Run ``one(step)`` for every step at once; the first error cancels the rest."""
         if len(steps) == 1:
             await one(steps[0])
-        else:
-            tasks = [asyncio.create_task(one(s), name=f"{self.name}:{s.name}") for s in steps]
-            try:
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            finally:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+            return
+        tasks = [asyncio.create_task(one(s), name=f"{self.name}:{s.name}") for s in steps]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
             for t in tasks:
-                error = t.exception() if t.done() and not t.cancelled() else None
-                if error is not None:
-                    raise error
-        for step in steps:
-            if step.name in out.results:
-                ctx[step.name] = out.results[step.name]
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for t in tasks:
+            error = t.exception() if t.done() and not t.cancelled() else None
+            if error is not None:
+                raise error
 
     def run_sync(self, inputs: Mapping[str, Any] | str | None = None) -> WorkflowResult:
-        """Blocking ``run`` for scripts."""
-        return asyncio.run(self.run(inputs))
+        """Blocking ``run`` for scripts; not for use inside a running event loop."""
+        return run_blocking(
+            lambda: self.run(inputs), "Workflow.run_sync", "await workflow.run(...)"
+        )
 
     async def complete(self, request: Request) -> Response:
         """Run as a provider: ``input`` is the prompt; the last step's text is the reply."""

@@ -33,6 +33,8 @@ from orchestrator.errors import (
     InvalidOutput,
     ProviderError,
 )
+from orchestrator.keywords import KeywordChecked
+from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import (
     Secret,
     check_endpoint,
@@ -96,7 +98,7 @@ def handover_payload(request: Request) -> dict[str, Any]:
     }
 
 
-class HTTPFallback(HTTPCaller):
+class HTTPFallback(KeywordChecked, HTTPCaller):
     """POST the request to ``url`` and use the ``text`` of the JSON reply.
 
     ``headers`` is a dict or a sync/async callable returning one (called on
@@ -124,6 +126,7 @@ class HTTPFallback(HTTPCaller):
         client: Any = None,
         allow_insecure_http: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
@@ -162,6 +165,7 @@ class HTTPFallback(HTTPCaller):
             max_response_bytes, field="HTTPFallback.max_response_bytes"
         )
         self.price = validate_price(price, field="HTTPFallback.price")
+        self.retry_policy = retry_policy_or_none(retry_policy, "HTTPFallback")
         self._use_client(client)
 
     def __repr__(self) -> str:

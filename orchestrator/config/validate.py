@@ -9,7 +9,6 @@ spec its ``type`` registered (see ``registry``), the rest by ``FileSpec``.
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from orchestrator.config.schema import ChainSpec, FileSpec
 from orchestrator.config.scrub import EnvValues
 from orchestrator.config.source import Source
 from orchestrator.config.spec import ProviderSpec
+from orchestrator.keywords import did_you_mean
 
 __all__ = ["validate"]
 
@@ -172,8 +172,7 @@ def _problem(
     shown = env.show(path, value)
     if kind == "extra_forbidden":
         allowed = _allowed_keys(root, data, rel[:-1])
-        near = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        hint = did_you_mean(str(path[-1]), allowed)
         message = f"unknown key{hint}; allowed here: {', '.join(allowed)}"
     elif kind == "missing":
         message = "is required but missing"

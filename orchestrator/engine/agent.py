@@ -5,19 +5,21 @@ This module holds the public node; one run of it lives in :mod:`orchestrator.eng
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Self
 
+from typing_extensions import TypeVar
+
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
-from orchestrator.engine.classify import Classifier, ErrorMatcher
+from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
-from orchestrator.policy import RetryPolicy
+from orchestrator.policy import Jitter, RetryPolicy, Strategy
+from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -34,6 +36,8 @@ BeforeFallback = Callable[[Request, str], "Request | Stop | Awaitable[Request | 
 Accept = Callable[[Result], bool]
 BestEffort = Callable[[Sequence[Attempt]], "str | None"]
 MidStream = Literal["raise", "continue"]
+#: The ``schema=`` type of a run: its ``Result[SchemaT]``; ``None`` without a schema.
+SchemaT = TypeVar("SchemaT", default=None)
 
 
 class FallbackAgent:
@@ -47,6 +51,19 @@ class FallbackAgent:
     errors stop everything. When every child fails, ``on_all_failed`` fires and
     :class:`FallbackError` is raised with every attempt.
 
+    ``retry_on=`` / ``fallback_on=`` (exception types, a tuple, or a predicate)
+    *add* to the taxonomy's defaults: ``fallback_on=KeyError`` also hands a
+    ``KeyError`` over, and a 503 still fails over. To replace a default set,
+    say so: ``retry_on=only(ServerError)`` retries nothing else
+    (:func:`orchestrator.only`).
+
+    Hooks come in two kinds. Observational hooks (``on_retry``, ``on_fallback``,
+    ``on_all_failed``) only watch: if one raises, the run goes on; the failure
+    is a ``hook_failed`` event and a note on the attempt that fired the hook.
+    Control hooks (``before_fallback``, ``accept``, ``best_effort``) decide what
+    happens (a redactor, a quality gate), so one that raises stops the run with
+    :class:`~orchestrator.errors.HookError`: unredacted text never leaves.
+
     A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
     """
@@ -57,14 +74,14 @@ class FallbackAgent:
         *,
         name: str | None = None,
         max_retries: int | None = None,
-        retry_strategy: str | None = None,
+        retry_strategy: Strategy | None = None,
         retry_delay: float | timedelta | None = None,
         max_delay: float | timedelta | None = None,
-        jitter: str | None = None,
+        jitter: Jitter | None = None,
         policy: RetryPolicy | None = None,
         policies: Mapping[str, RetryPolicy] | None = None,
-        retry_on: ErrorMatcher | None = None,
-        fallback_on: ErrorMatcher | None = None,
+        retry_on: ErrorMatcher | Only | None = None,
+        fallback_on: ErrorMatcher | Only | None = None,
         escalate_on_guardrail: bool = False,
         timeout: float | timedelta | None = None,
         attempt_timeout: float | timedelta | None = None,
@@ -133,26 +150,31 @@ class FallbackAgent:
         self,
         request: str | Request,
         *,
-        schema: type[Any] | None = None,
+        schema: type[SchemaT] | None = None,
         timeout: float | timedelta | None = None,
-    ) -> Result:
+    ) -> Result[SchemaT]:
         """Run the chain once; returns the first success or raises ``FallbackError``.
 
-        ``schema`` (a pydantic model) asks every provider for JSON in its native
-        way and validates the reply into ``result.value``. ``timeout`` overrides
-        the agent's whole-run timeout for this call.
+        ``schema`` (a pydantic model, or any type pydantic validates) asks every
+        provider for JSON in its native way and validates the reply into
+        ``result.value``: ``run(p, schema=Review)`` is a ``Result[Review]``.
+        ``timeout`` overrides the agent's whole-run timeout for this call.
         """
         run = Run.start(self, _as_request(request), schema, timeout)
         return await run.execute()
 
-    def run_sync(self, request: str | Request, **kwargs: Any) -> Result:
+    def run_sync(
+        self,
+        request: str | Request,
+        *,
+        schema: type[SchemaT] | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Result[SchemaT]:
         """Blocking ``run`` for scripts; not for use inside a running event loop."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(request, **kwargs))
-        raise RuntimeError(
-            "FallbackAgent.run_sync: called inside a running event loop; use 'await agent.run(...)'"
+        return run_blocking(
+            lambda: self.run(request, schema=schema, timeout=timeout),
+            "FallbackAgent.run_sync",
+            "await agent.run(...)",
         )
 
     def stream(
@@ -271,10 +293,10 @@ def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, 
 def _agent_policy(
     policy: RetryPolicy | None,
     max_retries: int | None,
-    strategy: str | None,
+    strategy: Strategy | None,
     delay: float | timedelta | None,
     max_delay: float | timedelta | None,
-    jitter: str | None,
+    jitter: Jitter | None,
 ) -> RetryPolicy:
     loose: dict[str, Any] = {
         k: v

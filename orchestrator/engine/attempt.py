@@ -39,6 +39,7 @@ __all__ = [
     "schema_json",
     "skip",
     "skipped",
+    "watch_hook",
 ]
 
 
@@ -52,6 +53,27 @@ async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
         events.emit("error", "hook_failed", hook=name, error_type=type(e).__name__)
         raise HookError(name, e) from e
     return out
+
+
+async def watch_hook(run: Run, name: str, hook: Callable[..., Any], *args: Any) -> None:
+    """Call an observational hook (``on_retry``, ``on_fallback``, ``on_all_failed``).
+
+    It only watches, so it cannot stop the run: if it raises, the failure is a
+    ``hook_failed`` event and a note on the attempt that fired the hook (its type
+    only: the message may hold anything), and the run goes on. A cancellation
+    still propagates.
+    """
+    try:
+        out = hook(*args)
+        if inspect.isawaitable(out):
+            await out
+    except Exception as e:
+        kind = type(e).__name__
+        events.emit("warning", "hook_failed", agent=run.agent.name, hook=name, error_type=kind)
+        if run.log.attempts:
+            before = run.log.attempts[-1].note
+            note = f"{name} raised {kind}"
+            run.log.amend_last(note=f"{before}; {note}" if before else note)
 
 
 @lru_cache(maxsize=256)

@@ -15,7 +15,7 @@ from tenacity import AsyncRetrying, RetryCallState
 from tenacity.stop import stop_all, stop_any, stop_base
 
 from orchestrator import events
-from orchestrator.engine.attempt import attempt, call_hook
+from orchestrator.engine.attempt import attempt, watch_hook
 from orchestrator.errors import HookError, InvalidOutput
 from orchestrator.types import Result
 
@@ -240,7 +240,7 @@ def _retrying(run: Run, name: str, policy: RetryPolicy, stop: stop_base) -> Asyn
             **events.error_fields(err),
         )
         if agent.on_retry is not None and err is not None:
-            await call_hook("on_retry", agent.on_retry, name, n, err, delay)
+            await watch_hook(run, "on_retry", agent.on_retry, name, n, err, delay)
 
     async def sleep(delay: float) -> None:
         if delay > 0:  # strategy "none" means no wait at all, not sleep(0)

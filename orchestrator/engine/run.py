@@ -21,6 +21,7 @@ from orchestrator.engine.attempt import (
     call_hook,
     schema_json,
     skipped,
+    watch_hook,
 )
 from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
@@ -208,7 +209,7 @@ class Run:
         )
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
-            await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
+            await watch_hook(self, "on_fallback", agent.on_fallback, frm, to, error, *extra)
         self._check_deadline()  # the hooks may have used up the budget: do not start the child
         handover = {"reason": reason, "attempts": _summaries(self.log.attempts)}
         return request.replace(metadata={**request.metadata, "handover": handover})
@@ -280,7 +281,7 @@ class Run:
             deadline=self.log.deadline_passed,
         )
         if agent.on_all_failed is not None:
-            await call_hook("on_all_failed", agent.on_all_failed, errors)
+            await watch_hook(self, "on_all_failed", agent.on_all_failed, errors)
         if agent.best_effort is not None:
             text = await call_hook("best_effort", agent.best_effort, tuple(attempts))
             if text is not None:

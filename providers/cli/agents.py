@@ -22,6 +22,8 @@ from dataclasses import replace
 from typing import TypedDict
 
 from orchestrator.errors import InvalidOutput, NotInstalled, ProviderError, ResponseTooLarge
+from orchestrator.keywords import KeywordChecked
+from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.types import Request, Response
 from orchestrator.units import Seconds, seconds, seconds_or_none
 from providers.cli.classify import Redactor, classify_exit, clip
@@ -74,9 +76,10 @@ class AgentOptions(TypedDict, total=False):
     idle_timeout: Seconds | None
     max_output_bytes: int
     classify: ClassifyFn | None
+    retry_policy: RetryPolicy | None
 
 
-class CLIAgent:
+class CLIAgent(KeywordChecked):
     """Any command-line agent that reads a prompt on stdin and prints its answer.
 
     ``argv`` is the command (``argv[0]`` looked up on ``PATH``). ``parse``
@@ -106,6 +109,7 @@ class CLIAgent:
         max_output_bytes: int = 4_000_000,
         classify: ClassifyFn | None = None,
         kill_grace: Seconds = 2.0,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
             raise TypeError(
@@ -124,6 +128,7 @@ class CLIAgent:
         self.max_output_bytes = max_output_bytes
         self._parse = parse
         self._classify = classify
+        self.retry_policy = retry_policy_or_none(retry_policy, type(self).__name__)
 
     def __repr__(self) -> str:
         # Never the env values (they may hold keys); the argv is the user's own command.

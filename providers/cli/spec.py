@@ -28,8 +28,9 @@ from providers.cli.presets import ClaudeCode, Codex, GeminiCLI
 __all__ = ["ClaudeCodeSpec", "CodexSpec", "CommandSpec", "GeminiCLISpec"]
 
 #: The keys every CLI type shares, passed to the constructor under the same names
-#: (``classify``, a hook path in the file, is resolved first).
-_COMMON = tuple(key for key in AgentOptions.__annotations__ if key != "classify")
+#: (``classify``, a hook path in the file, is resolved first; ``retry_policy`` is the
+#: file's policy keys, which the agent builds).
+_COMMON = tuple(k for k in AgentOptions.__annotations__ if k not in ("classify", "retry_policy"))
 
 
 class _CLISpec(ProviderSpec):

@@ -26,6 +26,8 @@ from orchestrator.errors import (
     ProviderError,
     StreamInterrupted,
 )
+from orchestrator.keywords import KeywordChecked
+from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
 from orchestrator.units import seconds
@@ -39,7 +41,7 @@ from providers.http.caller import HTTPCaller, error_body
 from providers.http.catalogue import Rates, model_facts
 from providers.http.client import TransportError, shared_client
 from providers.http.documents import load_json, load_json_async
-from providers.http.errors import redacted, short
+from providers.http.errors import not_found_at, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.sse import SSEEvent, sse_events
 
@@ -162,9 +164,10 @@ class VendorSettings(TypedDict, total=False):
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
+    retry_policy: RetryPolicy | None
 
 
-class VendorProvider(HTTPCaller):
+class VendorProvider(KeywordChecked, HTTPCaller):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -174,6 +177,8 @@ class VendorProvider(HTTPCaller):
     ``price`` (USD per million input and output tokens) and ``context_window``
     (tokens) come from the model catalogue when not given
     (:mod:`providers.http.catalogue`; ``catalogue=`` says where it applies).
+    ``retry_policy`` retries this provider by its own :class:`RetryPolicy` instead of
+    the agent's.
     """
 
     family: ClassVar[str] = ""
@@ -196,6 +201,7 @@ class VendorProvider(HTTPCaller):
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retry_policy: RetryPolicy | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -222,6 +228,7 @@ class VendorProvider(HTTPCaller):
             owner=cls,
         )
         self.price, self.rates, self.context_window = facts.price, facts.rates, facts.context_window
+        self.retry_policy = retry_policy_or_none(retry_policy, cls)
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
@@ -301,7 +308,9 @@ class VendorProvider(HTTPCaller):
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
         reply = await self.post_reply(url, headers, json.dumps(payload).encode(), self.secrets)
         if not 200 <= reply.status < 300:
-            raise self.map_error(reply.status, reply.headers, error_body(reply.body))
+            raise not_found_at(
+                self.map_error(reply.status, reply.headers, error_body(reply.body)), url
+            )
         return await load_json_async(
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )
@@ -325,7 +334,8 @@ class VendorProvider(HTTPCaller):
             ) as reply:
                 if not 200 <= reply.status < 300:
                     body = await reply.read()
-                    raise self.map_error(reply.status, reply.headers, error_body(body))
+                    error = self.map_error(reply.status, reply.headers, error_body(body))
+                    raise not_found_at(error, url)
                 async for event in sse_events(reply.chunks(), max_bytes=limit):
                     if not event.complete and not _whole(event.data):
                         raise StreamInterrupted(

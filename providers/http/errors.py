@@ -38,6 +38,7 @@ from orchestrator.errors import (
     StreamInterrupted,
     UnusableError,
 )
+from orchestrator.secrets import redact_url
 from providers.http.redact import Redacted, Secrets, redacted, short
 from providers.http.retry_after import finite_seconds, header, parse_retry_after, retry_hint
 
@@ -53,6 +54,7 @@ __all__ = [
     "map_openai_error",
     "map_status",
     "map_transport_error",
+    "not_found_at",
     "parse_retry_after",
     "Redacted",
     "redacted",
@@ -188,6 +190,23 @@ def map_status(
         wait = retry_after if wait is None else wait
         return RateLimited(text, provider=provider, status=status, retry_after=wait)
     return cls(text, provider=provider, status=status)
+
+
+def not_found_at(error: ProviderError, url: str) -> ProviderError:
+    """``error``, and when it is a 404 ``ModelNotFound``, its message names the URL that
+    answered (scheme, host, port and path: never the query) and says what to check.
+
+    A ``base_url`` without its ``/v1`` 404s exactly like a missing model; users hunted
+    the model name for what was a path mistake.
+    """
+    if isinstance(error, ModelNotFound) and error.status == 404:
+        # The hint first: summaries (str(FallbackError)) keep only a message's start.
+        error.message = (
+            f"check base_url or the model name: POST {redact_url(url)} answered 404"
+            f" ({error.message})"
+        )
+        error.args = (error.message,)
+    return error
 
 
 def error_fields(body: Any) -> tuple[str, str, str]:

@@ -51,3 +51,27 @@ async def test_run_succeeded_event(clock: FakeClock) -> None:
         await FallbackAgent([Scripted("a", ["ok"])], clock=clock).run("x")
     done = [e for e in events if e["event"] == "run_succeeded"]
     assert len(done) == 1 and done[0]["handled_by"] == "a" and done[0]["log_level"] == "info"
+
+
+def test_capture_events_restores_the_structlog_configuration_it_found(clock: FakeClock) -> None:
+    import structlog
+
+    from orchestrator import events
+
+    was_configured, saved = structlog.is_configured(), structlog.get_config()
+    try:
+        structlog.reset_defaults()
+        with capture_events() as captured:
+            FallbackAgent([Scripted("a", ["ok"])], clock=clock).run_sync("x")
+        assert any(e["event"] == "run_succeeded" for e in captured)
+        # Left unconfigured, as found: later calls in the process print nothing.
+        assert not structlog.is_configured() and not events.is_enabled()
+        structlog.configure(processors=[structlog.processors.KeyValueRenderer()])
+        mine = structlog.get_config()["processors"]
+        with capture_events():
+            pass
+        assert structlog.is_configured() and structlog.get_config()["processors"] == mine
+    finally:
+        structlog.reset_defaults()
+        if was_configured:
+            structlog.configure(**saved)

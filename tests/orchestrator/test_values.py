@@ -146,6 +146,7 @@ def test_public_api_is_exactly_all() -> None:
         "engine",
         "secrets",
         "function",
+        "keywords",
         "tasks",
         "testing",
         "health",

@@ -258,3 +258,71 @@ async def test_missing_key_in_an_input_mapping_is_named_as_such() -> None:
     wf = Workflow(Phase("p", Step("s", Scripted("s", ["x"]), prompt="{doc[title]}")))
     with pytest.raises(WorkflowError, match="an input mapping has no key 'title'"):
         await wf.run({"doc": {}})
+
+
+async def test_results_keep_declaration_order_whatever_finishes_first() -> None:
+    """The CLI printed ``security`` before ``correctness``: completion order leaked out."""
+
+    def step(name: str, delay: float, fail: bool = False) -> Step:
+        async def fn(req: Request) -> str:
+            await asyncio.sleep(delay)
+            if fail:
+                raise ServerError("down")
+            return name
+
+        agent = FallbackAgent([FunctionProvider(fn, name=name)], max_retries=0)
+        return Step(name, agent, prompt="x", continue_on_error=fail)
+
+    wf = Workflow(
+        Phase(
+            "Review",
+            Parallel(
+                step("correctness", 0.05),
+                step("style", 0.03, fail=True),
+                step("flaky", 0.02, fail=True),
+                step("security", 0.0),
+            ),
+            step("summary", 0.0),
+        )
+    )
+    out = await wf.run({})
+    assert list(out) == ["correctness", "security", "summary"]
+    assert list(out.results) == list(out.keys()) == ["correctness", "security", "summary"]
+    assert list(out.failures) == ["style", "flaky"]
+
+
+async def test_partial_results_of_a_failed_workflow_keep_declaration_order() -> None:
+    async def slow(req: Request) -> str:
+        await asyncio.sleep(0.03)
+        return "a"
+
+    async def fast(req: Request) -> str:
+        return "b"
+
+    async def broken(req: Request) -> str:
+        await asyncio.sleep(0.06)
+        raise ServerError("down")
+
+    def agent(fn: object, name: str) -> FallbackAgent:
+        return FallbackAgent([FunctionProvider(fn, name=name)], max_retries=0)  # type: ignore[arg-type]
+
+    wf = Workflow(
+        Phase(
+            "P",
+            Parallel(
+                Step("a", agent(slow, "a")),
+                Step("b", agent(fast, "b")),
+                Step("c", agent(broken, "c")),
+            ),
+        )
+    )
+    with pytest.raises(WorkflowError) as info:
+        await wf.run("in")
+    assert info.value.results is not None and list(info.value.results) == ["a", "b"]
+
+
+async def test_a_workflow_as_a_step_node_runs_as_a_provider() -> None:
+    inner = Workflow(Phase("In", Step("draft", Scripted("d", ["drafted"]), prompt="{input}")))
+    outer = Workflow(Phase("Out", Step("nested", inner, prompt="go: {input}")))
+    out = await outer.run("x")
+    assert out["nested"].text == "drafted" and out["nested"].handled_by == inner.name

@@ -116,7 +116,7 @@ def test_every_provider_failed_exits_1_with_the_summary(
     assert out.out == ""
     assert out.err == (
         "failover: broken: All agents failed after 3 attempts "
-        "(down: ConnectionError; unusable: AuthenticationFailed)\n"
+        "(down: ConnectionError (x2); unusable: AuthenticationFailed: HTTP 401: invalid key)\n"
     )
 
 
