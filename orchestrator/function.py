@@ -11,6 +11,7 @@ from orchestrator.config.spec import BuildContext, Flag, ImportPath, ProviderSpe
 from orchestrator.errors import InvalidOutput
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Request, Response
+from orchestrator.units import Seconds, seconds_or_none
 
 __all__ = ["FunctionProvider", "FunctionSpec"]
 
@@ -23,7 +24,10 @@ class FunctionProvider:
     passed through untouched: one outside the taxonomy counts as transient.
     A sync ``fn`` runs in a worker thread (``run_in_thread=True``, the default)
     so it cannot block the event loop; a timeout abandons, but cannot kill, it.
-    Use ``retry_policy=`` for this provider's own :class:`RetryPolicy`.
+    Use ``retry_policy=`` for this provider's own :class:`RetryPolicy`, and
+    ``first_token_timeout=`` / ``idle_timeout=`` (seconds) for deadlines inside a
+    call: the engine then streams it and fails over when content is late (a
+    function that is not an async generator streams its whole reply at once).
     """
 
     def __init__(
@@ -33,6 +37,8 @@ class FunctionProvider:
         name: str | None = None,
         run_in_thread: bool = True,
         retry_policy: RetryPolicy | None = None,
+        first_token_timeout: Seconds | None = None,
+        idle_timeout: Seconds | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"FunctionProvider.fn: expected a callable, got {type(fn).__name__}")
@@ -46,6 +52,11 @@ class FunctionProvider:
         self._agen = inspect.isasyncgenfunction(fn)
         self._thread = run_in_thread
         self.retry_policy = retry_policy
+        # Read by the engine, which watches the stream (orchestrator.engine.deadlines).
+        self.first_token_timeout = seconds_or_none(
+            first_token_timeout, "FunctionProvider.first_token_timeout"
+        )
+        self.idle_timeout = seconds_or_none(idle_timeout, "FunctionProvider.idle_timeout")
 
     async def complete(self, request: Request) -> Response:
         """Call the function once and wrap its return value in a Response."""
