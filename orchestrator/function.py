@@ -7,7 +7,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
-from orchestrator.config.spec import BuildContext, Flag, ImportPath, ProviderSpec
+from orchestrator.config.spec import BuildContext, Flag, ImportPath, PositiveFloat, ProviderSpec
 from orchestrator.errors import InvalidOutput
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Request, Response
@@ -124,8 +124,14 @@ class FunctionSpec(ProviderSpec):
     type: Literal["function"]
     path: ImportPath
     run_in_thread: Flag = True
+    first_token_timeout: PositiveFloat | None = None
+    idle_timeout: PositiveFloat | None = None
 
     def build(self, ctx: BuildContext) -> FunctionProvider:
         return FunctionProvider(
-            ctx.hook("path", self.path), name=ctx.name, run_in_thread=self.run_in_thread
+            ctx.hook("path", self.path),
+            name=ctx.name,
+            run_in_thread=self.run_in_thread,
+            first_token_timeout=self.first_token_timeout,
+            idle_timeout=self.idle_timeout,
         )

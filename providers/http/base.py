@@ -28,7 +28,7 @@ from orchestrator.errors import (
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
-from orchestrator.units import seconds
+from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -157,6 +157,8 @@ class VendorSettings(TypedDict, total=False):
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
+    first_token_timeout: float | timedelta | None
+    idle_timeout: float | timedelta | None
 
 
 class VendorProvider(HTTPCaller):
@@ -166,6 +168,10 @@ class VendorProvider(HTTPCaller):
     byte, for ``complete`` and ``stream`` alike (``ProviderTimeout``).
     ``max_response_bytes`` (default 32 MiB) caps the reply after decompression,
     a whole stream included (``ResponseTooLarge``, which falls over at once).
+    ``first_token_timeout`` / ``idle_timeout`` (seconds, default none) bound the
+    wait for the first content and each gap after it; a chain then streams this
+    provider even for ``run`` and falls over on ``FirstTokenTimeout`` /
+    ``StreamStalled`` (the engine keeps the watch: ``orchestrator.engine.deadlines``).
     """
 
     family: ClassVar[str] = ""
@@ -184,6 +190,8 @@ class VendorProvider(HTTPCaller):
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        first_token_timeout: float | timedelta | None = None,
+        idle_timeout: float | timedelta | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -197,6 +205,10 @@ class VendorProvider(HTTPCaller):
         )
         self.name = name or f"{self.family}:{model}"
         self.timeout = seconds(timeout, f"{cls}.timeout")
+        self.first_token_timeout = seconds_or_none(
+            first_token_timeout, f"{cls}.first_token_timeout"
+        )
+        self.idle_timeout = seconds_or_none(idle_timeout, f"{cls}.idle_timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )

@@ -168,6 +168,33 @@ async def _delayed(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
         await pending
 
 
+async def _first_token(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
+    """Headers now; silence or keep-alive comments for ``fault.seconds``; then the reply."""
+    assert fault.then is not None
+    then = fault.then.pick()
+    if not call.stream or then.kind != "ok":
+        await asyncio.sleep(fault.seconds)
+        pending = respond(ex, wire, call, then)
+        if pending is not None:
+            await pending
+        return
+    text = reply_text(call, then.text)
+    usage = token_usage(call, text, then.usage)
+    events = wire.stream(call, split_text(text, then.chunks), usage, terminate=True)
+    ex.start_stream(200, _stream_headers(wire, call))
+    loop = asyncio.get_running_loop()
+    first_at = loop.time() + fault.seconds
+    while fault.interval > 0 and loop.time() + fault.interval < first_at:
+        await asyncio.sleep(fault.interval)
+        ex.write_chunk(b": keep-alive\n\n")
+    await asyncio.sleep(max(0.0, first_at - loop.time()))
+    for i, event in enumerate(events):
+        if i and then.interval > 0:
+            await asyncio.sleep(then.interval)
+        ex.write_chunk(event)
+    ex.end_stream()
+
+
 def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, Any, None] | None:
     """Answer ``call`` as ``fault`` says: at once (returns None), or through the
     returned coroutine when the answer involves waiting (delay, hang, pacing)."""
@@ -189,6 +216,8 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return None
     if kind == "delay":
         return _delayed(ex, wire, call, fault)
+    if kind == "first_token":
+        return _first_token(ex, wire, call, fault)
     if kind == "hang":
         return _forever()
     if kind == "cut_stream":

@@ -73,12 +73,11 @@ async def test_a_stall_after_three_chunks_is_seen_at_idle_timeout(
 async def test_a_stall_mid_stream_with_raise_ends_the_run(clock: FakeClock) -> None:
     stall = Paced("stall", clock, [(0.01, "a"), (0.02, HANG)])
     agent = FallbackAgent([stall, Paced("b", clock, FAST)], idle_timeout=0.3, clock=clock)
-    async with Ticker(clock):
-        async with agent.stream("hi") as s:
-            got = []
-            with pytest.raises(StreamStalled):
-                async for c in s:
-                    got.append(c)
+    async with Ticker(clock), agent.stream("hi") as s:
+        got = []
+        with pytest.raises(StreamStalled):
+            async for c in s:
+                got.append(c)
     assert got == ["a"]
 
 
