@@ -21,9 +21,13 @@ is tried in order, as without hedging), and only before any text was streamed.
 
 Adaptive delay, ``"pNN"``: the NN-th percentile (nearest rank) of the child's
 last :data:`WINDOW` observed first-content latencies, never below :data:`FLOOR`
-(a hedge earlier than that mostly duplicates healthy calls). Until the child has
-:data:`MIN_SAMPLES` observations the call is not hedged: a cold start never
-doubles traffic on a guess.
+(a hedge earlier than that mostly duplicates healthy calls) and never above
+:data:`TAIL_CAP` times their median (a percentile that far out is a tail of
+failures, not of normal calls: when 5% of calls stall, the p95 itself would be
+a stall). A lane that lost to a hedge counts with the time it went without
+content (a lower bound of its latency), so the window does not forget the slow
+calls hedging hides. Until the child has :data:`MIN_SAMPLES` observations the
+call is not hedged: a cold start never doubles traffic on a guess.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from orchestrator.units import seconds
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run, Via
 
-__all__ = ["FLOOR", "MIN_SAMPLES", "WINDOW", "Hedging", "can_hedge", "race"]
+__all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
 
 #: Observations a child needs before an adaptive ``hedge_after`` hedges it.
 MIN_SAMPLES = 20
@@ -56,6 +60,8 @@ MIN_SAMPLES = 20
 FLOOR = 0.05
 #: How many recent first-content latencies an adaptive delay looks at, per child.
 WINDOW = 256
+#: An adaptive delay is at most this many times the window's median.
+TAIL_CAP = 4.0
 _PERCENTILE = re.compile(r"p(\d{1,2}(?:\.\d{1,3})?)")
 
 
@@ -95,7 +101,7 @@ class Hedging:
             return None
         ordered = sorted(window)
         rank = max(0, math.ceil(self.percentile / 100 * len(ordered)) - 1)
-        return max(FLOOR, ordered[rank])
+        return max(FLOOR, min(ordered[rank], TAIL_CAP * ordered[len(ordered) // 2]))
 
     def observe(self, name: str, latency: float) -> None:
         """Record one first-content latency of ``name`` (kept only for an adaptive delay)."""
@@ -345,6 +351,8 @@ class _Racer:
         note = f"usage estimated: ~{est} input tokens (request chars / 4), no output"
         note = f"{log.note}; {note}" if log.note else note
         duration = self.lane_run.agent.clock.now() - t0
+        if self.race.winner is not None:
+            self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
         log.add(
             Attempt(
                 self.name, None, number, wall, duration, "hedge_lost", Usage(est, 0), None, note
