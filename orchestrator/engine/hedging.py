@@ -174,10 +174,9 @@ class _Race:
         outer = self.run
         member = outer.agent.members[idx]
         assert isinstance(member, ProviderChild)
-        lane_run = Run(
-            outer.agent, outer.request, outer.schema, outer.deadline, outer.attempt_limit,
-            outer.delivery,
-        )  # fmt: skip
+        # A run of its own (attempt log, health verdict) with the caller's limits and delivery.
+        limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
+        lane_run = Run(outer.agent, outer.request, *limits)
         lane_run.log.started, lane_run.log.note = outer.log.started, note
         racer = _Racer(self, member.callee, lane_run)
         child = ProviderChild(member.provider, member.policy, racer)
@@ -243,10 +242,6 @@ class _Race:
         self.hedges_left -= 1
         target = run.agent.members[last.idx + 1]
         why = "a nested chain" if not isinstance(target, ProviderChild) else _refused(run, target)
-        via: Via = "closed"
-        store = run.agent.health_store
-        if why is None and store is not None and isinstance(target, ProviderChild):
-            via = "probe" if target.admit(store).probe else "closed"
         decision: Request | Stop | None = None
         if why is None:
             decision = await run.before_fallback("hedge")
@@ -255,6 +250,12 @@ class _Race:
             self.hedges_left = 0
             events.emit("info", "hedge_skipped", agent=run.agent.name, to=target.name, why=why)
             return
+        store = run.agent.health_store
+        via: Via = "closed"
+        if store is not None and isinstance(target, ProviderChild):
+            # Admitted only now that it is sure to be called: a half-open probe slot taken
+            # here is always used (and resolved) by the hedge.
+            via = "probe" if target.admit(store).probe else "closed"
         events.emit(
             "info", "hedge_started", agent=run.agent.name, child=last.racer.name, to=target.name
         )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request, Stop, Usage
-from orchestrator.engine.hedging import FLOOR, MIN_SAMPLES, Hedging
+from orchestrator.engine.hedging import FLOOR, MIN_SAMPLES, TAIL_CAP, Hedging
 from orchestrator.errors import ServerError
 from orchestrator.health import MemoryHealthStore, RetryBudget
 from orchestrator.testing import FakeClock, capture_events
@@ -188,6 +188,26 @@ async def test_adaptive_hedging_waits_for_samples_then_uses_the_percentile_floor
     async with Ticker(clock):
         result = await agent.run("hi")
     assert result.handled_by == "fast" and 0.15 <= result.latency <= 0.18
+
+
+def test_an_adaptive_delay_in_a_tail_of_stalls_is_capped_at_a_multiple_of_the_median() -> None:
+    hedging = Hedging.of("p95", 1)
+    assert hedging is not None
+    for i in range(100):
+        hedging.observe("x", 2.0 if i % 10 == 0 else 0.1)  # 10% of calls stall for 2 s
+    assert hedging.delay("x") == pytest.approx(TAIL_CAP * 0.1)
+
+
+async def test_a_lane_lost_to_a_hedge_counts_as_a_lower_bound_sample(clock: FakeClock) -> None:
+    slow, fast = slow_and_fast(clock)
+    agent = FallbackAgent([slow, fast], hedge_after="p50", clock=clock)
+    assert agent.hedge is not None
+    for _ in range(MIN_SAMPLES):
+        agent.hedge.observe("slow", 0.1)
+    async with Ticker(clock):
+        await agent.run("hi")
+    assert agent.hedge.samples["slow"][-1] == pytest.approx(0.15, abs=0.01)
+    assert agent.hedge.samples["fast"][-1] == pytest.approx(0.05, abs=0.01)
 
 
 async def test_a_hundred_hedged_calls_in_flight_leave_no_task(clock: FakeClock) -> None:
