@@ -6,8 +6,8 @@ secondary (Anthropic route); the chain runs here.
 D1  the primary sends its headers, then only keep-alive comments, never a first
     token; ``first_token_timeout=0.5, timeout=60``: latency of the chain's answer
     (from the secondary), p50/p99 over ``--calls`` calls (target < 0.6 s).
-D2  the primary streams 3 chunks, then stalls; ``idle_timeout=0.3``: how long after
-    the third chunk the stall is detected (target <= 0.3 s + 50 ms).
+D2  the primary streams 3 chunks, then only keep-alive comments; ``idle_timeout=0.3``:
+    how long after the third chunk the stall is detected (target <= 0.3 s + 50 ms).
 
     python bench/deadlines.py [--calls 50]
 """
@@ -75,7 +75,7 @@ async def no_first_token(sim: Routes, calls: int) -> dict[str, float]:
 
 
 async def stall(sim: Routes, calls: int) -> dict[str, float]:
-    sim.defaults({"openai": {"cut_stream": 3, "how": "hang"}})
+    sim.defaults({"openai": {"stall": 3, "keepalive": 0.1}})
     late = []
     left: list[float] = []  # when the chain handed over (on_fallback): the stall was seen
 

@@ -204,6 +204,17 @@ class Fault:
         return Fault("first_token", seconds=after, interval=keepalive, then=then or Fault.ok())
 
     @staticmethod
+    def stall(after: int = 3, *, keepalive: float = 0.0) -> Fault:
+        """Stream ``after`` text chunks, then nothing more until the client goes away (with
+        ``keepalive`` > 0, an SSE ``: keep-alive`` comment every ``keepalive`` seconds: a
+        connection kept alive by a stream that no longer moves). ``cut_stream(after,
+        how="hang")`` plus the keep-alives."""
+        if after < 0:
+            raise ValueError(f"Fault.stall: after={after!r} must be >= 0")
+        _check_seconds("Fault.stall", "keepalive", keepalive)
+        return Fault("cut_stream", after=after, how="hang", interval=keepalive)
+
+    @staticmethod
     def latency(
         fast: float = 0.02, slow: float = 2.0, *, rate: float = 0.05, seed: int = 0
     ) -> Fault:
@@ -344,6 +355,7 @@ _FACTORIES: dict[str, Any] = {
         "hang",
         "delay",
         "first_token",
+        "stall",
         "latency",
         "flaky",
         "invalid_json",

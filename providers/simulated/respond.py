@@ -148,9 +148,16 @@ def _cut(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, A
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
         ex.send_partial(200, dict(_JSON_HEADERS), len(full), full[: len(full) // 2])
     if fault.how == "hang":
-        return _forever()
+        return _keep_alive(ex, fault.interval) if call.stream and fault.interval > 0 else _forever()
     ex.abort()
     return None
+
+
+async def _keep_alive(ex: Exchange, interval: float) -> None:
+    """An SSE comment every ``interval`` seconds, until the client goes away."""
+    while ex.backlog() is not None:
+        await asyncio.sleep(interval)
+        ex.write_chunk(b": keep-alive\n\n")
 
 
 async def _forever() -> None:

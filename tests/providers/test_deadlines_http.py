@@ -10,6 +10,8 @@ import asyncio
 import statistics
 import time
 
+import pytest
+
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.errors import FirstTokenTimeout, StreamStalled
 from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
@@ -53,9 +55,10 @@ async def test_no_first_token_moves_on_after_first_token_timeout_not_timeout() -
         await settled(sim)
 
 
-async def test_a_stall_after_three_chunks_is_seen_at_idle_timeout() -> None:
+@pytest.mark.parametrize("keepalive", [0.0, 0.05])
+async def test_a_stall_after_three_chunks_is_seen_at_idle_timeout(keepalive: float) -> None:
     async with SimulatedServer() as sim:
-        sim.set_default("openai", Fault.cut_stream(after=3, how="hang"))
+        sim.set_default("openai", Fault.stall(3, keepalive=keepalive))
         async with FallbackAgent(
             [primary(sim), secondary(sim)], idle_timeout=0.3, max_retries=0
         ) as agent:
@@ -123,11 +126,13 @@ async def test_hedged_streams_deliver_one_reply() -> None:
 def test_the_latency_faults_are_scriptable() -> None:
     scripts, defaults = parse_script(
         {
-            "openai": [{"first_token": 0.5, "keepalive": 0.1}],
+            "openai": [{"first_token": 0.5, "keepalive": 0.1}, {"stall": 3, "keepalive": 1}],
             "defaults": {"anthropic": {"latency": {"fast": 0.02, "slow": 2, "rate": 0.05}}},
         }
     )
     first = scripts["openai"][0]
     assert (first.kind, first.seconds, first.interval) == ("first_token", 0.5, 0.1)
+    stall = scripts["openai"][1]
+    assert (stall.kind, stall.after, stall.how, stall.interval) == ("cut_stream", 3, "hang", 1)
     draws = [defaults["anthropic"].pick().seconds for _ in range(2000)]
     assert set(draws) == {0.02, 2} and 50 <= draws.count(2) <= 150
