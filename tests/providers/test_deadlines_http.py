@@ -103,10 +103,11 @@ async def test_a_hundred_hedged_calls_in_flight_leave_no_task_and_no_open_reques
             sim.set_default("openai", Fault.latency(0.02, 30.0, rate=0.3, seed=3))
             before = asyncio.all_tasks()
             results = await asyncio.gather(*(agent.run(f"q{i}") for i in range(100)))
-            handled = [r.handled_by for r in results]
             lost = [a for r in results for a in r.attempts if a.reason == "hedge_lost"]
-            assert handled.count("anthropic:claude-sim") == len(lost) > 10
-            assert sim.count("anthropic") == len(lost)
+            # Each hedge leaves one loser (a hedge cancelled before its request left is
+            # recorded too: the count on the wire can only be lower).
+            assert sim.count("anthropic") <= len(lost) and len(lost) > 10
+            assert all(len(r.attempts) in (1, 2) and r.attempts[-1].ok for r in results)
             await settled(sim)
             await asyncio.sleep(0)
             assert asyncio.all_tasks() - before == set()
@@ -136,3 +137,12 @@ def test_the_latency_faults_are_scriptable() -> None:
     assert (stall.kind, stall.after, stall.how, stall.interval) == ("cut_stream", 3, "hang", 1)
     draws = [defaults["anthropic"].pick().seconds for _ in range(2000)]
     assert set(draws) == {0.02, 2} and 50 <= draws.count(2) <= 150
+
+
+def test_vendor_deadlines_are_validated_with_the_one_seconds_rule() -> None:
+    with pytest.raises(ValueError, match=r"OpenAIChat\.idle_timeout=-1"):
+        OpenAIChat(
+            "m", base_url="http://127.0.0.1:9", api_key="sk-test-0123456789", idle_timeout=-1
+        )
+    p = AnthropicMessages("m", api_key="sk-ant-test-0123", first_token_timeout=2)
+    assert (p.first_token_timeout, p.idle_timeout) == (2.0, None)
