@@ -26,6 +26,20 @@ def secondary(sim: SimulatedServer) -> AnthropicMessages:
     return AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key="sk-ant-test-0123")
 
 
+async def no_task_left(before: set[asyncio.Task[object]]) -> None:
+    """Wait briefly until only the tasks in ``before`` remain.
+
+    A vendor stream that ``break`` s out of its event generator at the end marker
+    leaves that generator to asyncio's finalizer, which closes it in a task of
+    its own a loop turn later: give those a moment, then nothing may be left.
+    """
+    for _ in range(100):
+        if not asyncio.all_tasks() - before:
+            return
+        await asyncio.sleep(0.01)
+    assert asyncio.all_tasks() - before == set()
+
+
 async def settled(sim: SimulatedServer) -> None:
     for _ in range(100):
         if sim.in_flight == 0:
@@ -53,6 +67,24 @@ async def test_no_first_token_moves_on_after_first_token_timeout_not_timeout() -
                 assert isinstance(result.attempts[0].error, FirstTokenTimeout)
         assert statistics.median(took) < 1.0 and max(took) < 2.5, took
         await settled(sim)
+
+
+async def test_a_hundred_calls_in_flight_each_leave_the_silent_primary_and_leak_nothing() -> None:
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", Fault.first_token(60.0, keepalive=0.05))
+        async with FallbackAgent(
+            [primary(sim), secondary(sim)], first_token_timeout=0.5, max_retries=0
+        ) as agent:
+            await agent.run("warm up")
+            before = asyncio.all_tasks()
+            t0 = time.perf_counter()
+            results = await asyncio.gather(*(agent.run(f"q{i}") for i in range(100)))
+            took = time.perf_counter() - t0
+            assert {r.handled_by for r in results} == {"anthropic:claude-sim"}
+            assert all(isinstance(r.attempts[0].error, FirstTokenTimeout) for r in results)
+            assert took < 5.0, took  # 0.5 s each, all at once; generous on a loaded machine
+            await settled(sim)
+            await no_task_left(before)
 
 
 @pytest.mark.parametrize("keepalive", [0.0, 0.05])
@@ -109,8 +141,7 @@ async def test_a_hundred_hedged_calls_in_flight_leave_no_task_and_no_open_reques
             assert sim.count("anthropic") <= len(lost) and len(lost) > 10
             assert all(len(r.attempts) in (1, 2) and r.attempts[-1].ok for r in results)
             await settled(sim)
-            await asyncio.sleep(0)
-            assert asyncio.all_tasks() - before == set()
+            await no_task_left(before)
 
 
 async def test_hedged_streams_deliver_one_reply() -> None:
