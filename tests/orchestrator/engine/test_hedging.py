@@ -66,6 +66,23 @@ async def test_streaming_delivers_only_the_winners_chunks(clock: FakeClock) -> N
     assert chunks == ["fast", "!"] and s.result.handled_by == "fast"
 
 
+async def test_max_hedges_two_starts_a_third_child_and_cancels_both_losers(
+    clock: FakeClock,
+) -> None:
+    a, b = slow_and_fast(clock, slow_at=5.0, fast_at=5.0)
+    c = Paced("c", clock, [(0.05, "third")])
+    agent = FallbackAgent([a, b, c], hedge_after=0.2, max_hedges=2, clock=clock)
+    async with Ticker(clock):
+        result = await agent.run("hi")
+    assert result.handled_by == "c" and 0.45 <= result.latency <= 0.48
+    assert [(x.agent, x.reason) for x in result.attempts] == [
+        ("slow", "hedge_lost"),
+        ("fast", "hedge_lost"),
+        ("c", None),
+    ]
+    assert a.open == b.open == 0
+
+
 async def test_before_fallback_sees_reason_hedge_and_redacts_the_hedge(clock: FakeClock) -> None:
     seen: list[str] = []
 
