@@ -7,8 +7,9 @@ library call never prints to stdout uninvited.
 
 Event names: ``attempt_failed``, ``attempt_succeeded``, ``retry_scheduled``,
 ``fallback``, ``run_succeeded``, ``run_failed``, ``run_stopped``,
-``terminal_error``, ``hook_failed``. Fields: ``agent`` (the chain), ``child``,
-``attempt``, ``error_kind``, ``error_type``, ``reason``, ``delay``. Events
+``terminal_error``, ``hook_failed``, ``hedge_started``, ``hedge_skipped``. Fields:
+``agent`` (the chain), ``child``, ``to``, ``attempt``, ``error_kind``, ``error_type``,
+``reason``, ``why``, ``delay``. Events
 carry no request text and no secret: only names, numbers and error types.
 """
 

@@ -7,11 +7,12 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
-from orchestrator.config.spec import BuildContext, Flag, ImportPath, ProviderSpec
+from orchestrator.config.spec import BuildContext, Flag, ImportPath, PositiveFloat, ProviderSpec
 from orchestrator.errors import InvalidOutput
 from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.types import Request, Response
+from orchestrator.units import Seconds, seconds_or_none
 
 __all__ = ["FunctionProvider", "FunctionSpec"]
 
@@ -24,7 +25,10 @@ class FunctionProvider(KeywordChecked):
     passed through untouched: one outside the taxonomy counts as transient.
     A sync ``fn`` runs in a worker thread (``run_in_thread=True``, the default)
     so it cannot block the event loop; a timeout abandons, but cannot kill, it.
-    Use ``retry_policy=`` for this provider's own :class:`RetryPolicy`.
+    Use ``retry_policy=`` for this provider's own :class:`RetryPolicy`, and
+    ``first_token_timeout=`` / ``idle_timeout=`` (seconds) for deadlines inside a
+    call: the engine then streams it and fails over when content is late (a
+    function that is not an async generator streams its whole reply at once).
     """
 
     def __init__(
@@ -34,6 +38,8 @@ class FunctionProvider(KeywordChecked):
         name: str | None = None,
         run_in_thread: bool = True,
         retry_policy: RetryPolicy | None = None,
+        first_token_timeout: Seconds | None = None,
+        idle_timeout: Seconds | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"FunctionProvider.fn: expected a callable, got {type(fn).__name__}")
@@ -47,6 +53,11 @@ class FunctionProvider(KeywordChecked):
         self._agen = inspect.isasyncgenfunction(fn)
         self._thread = run_in_thread
         self.retry_policy = retry_policy_or_none(retry_policy, "FunctionProvider")
+        # Read by the engine, which watches the stream (orchestrator.engine.deadlines).
+        self.first_token_timeout = seconds_or_none(
+            first_token_timeout, "FunctionProvider.first_token_timeout"
+        )
+        self.idle_timeout = seconds_or_none(idle_timeout, "FunctionProvider.idle_timeout")
 
     async def complete(self, request: Request) -> Response:
         """Call the function once and wrap its return value in a Response."""
@@ -114,8 +125,14 @@ class FunctionSpec(ProviderSpec):
     type: Literal["function"]
     path: ImportPath
     run_in_thread: Flag = True
+    first_token_timeout: PositiveFloat | None = None
+    idle_timeout: PositiveFloat | None = None
 
     def build(self, ctx: BuildContext) -> FunctionProvider:
         return FunctionProvider(
-            ctx.hook("path", self.path), name=ctx.name, run_in_thread=self.run_in_thread
+            ctx.hook("path", self.path),
+            name=ctx.name,
+            run_in_thread=self.run_in_thread,
+            first_token_timeout=self.first_token_timeout,
+            idle_timeout=self.idle_timeout,
         )

@@ -45,7 +45,7 @@ from orchestrator.secrets import (
     url_secrets,
 )
 from orchestrator.types import Request, Response, Usage
-from orchestrator.units import seconds
+from orchestrator.units import seconds, seconds_or_none
 from providers.http.base import (
     BAD_SHAPE,
     cost_of,
@@ -127,6 +127,8 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         allow_insecure_http: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retry_policy: RetryPolicy | None = None,
+        first_token_timeout: float | timedelta | None = None,
+        idle_timeout: float | timedelta | None = None,
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
@@ -161,6 +163,11 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self.name = name or f"http:{host}"
         self.timeout = seconds(timeout, "HTTPFallback.timeout")
+        # Read by the engine (its stream is the whole reply at once: one bound on it).
+        self.first_token_timeout = seconds_or_none(
+            first_token_timeout, "HTTPFallback.first_token_timeout"
+        )
+        self.idle_timeout = seconds_or_none(idle_timeout, "HTTPFallback.idle_timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field="HTTPFallback.max_response_bytes"
         )
@@ -325,6 +332,8 @@ class HTTPSpec(ProviderSpec):
     url: str
     headers: dict[str, str] | None = None
     timeout: PositiveFloat | None = None
+    first_token_timeout: PositiveFloat | None = None
+    idle_timeout: PositiveFloat | None = None
     max_response_bytes: PositiveInt | None = None
     price: Price | None = None
 
@@ -334,7 +343,14 @@ class HTTPSpec(ProviderSpec):
         return check_url(url, info, allow_user_info=True)
 
     def build(self, ctx: BuildContext) -> HTTPFallback:
-        own = {"headers", "timeout", "max_response_bytes", "price"}
+        own = {
+            "headers",
+            "timeout",
+            "first_token_timeout",
+            "idle_timeout",
+            "max_response_bytes",
+            "price",
+        }
         return HTTPFallback(
             self.url,
             name=ctx.name,

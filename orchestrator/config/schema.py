@@ -73,6 +73,10 @@ class AgentSpec(PolicySpec):
     providers: Annotated[list[ChildSpec], Field(min_length=1)]
     timeout: PositiveFloat | None = None
     attempt_timeout: PositiveFloat | None = None
+    first_token_timeout: PositiveFloat | None = None
+    idle_timeout: PositiveFloat | None = None
+    hedge_after: PositiveFloat | str | None = None  # seconds or "p95": FallbackAgent checks
+    max_hedges: PositiveInt = 1
     schema_retries: NonNegativeInt | None = None
     mid_stream: Literal["raise", "continue"] = "raise"
     escalate_on_guardrail: Flag = False

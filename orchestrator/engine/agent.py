@@ -16,6 +16,8 @@ from typing_extensions import TypeVar
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
+from orchestrator.engine.deadlines import Watch, watched
+from orchestrator.engine.hedging import Hedging
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
@@ -66,6 +68,12 @@ class FallbackAgent:
 
     A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
+
+    ``first_token_timeout`` / ``idle_timeout`` (seconds) are the deadlines inside a
+    call for children that set none (:mod:`orchestrator.engine.deadlines`);
+    ``hedge_after`` (seconds, or ``"p95"``: adaptive) and ``max_hedges`` start the
+    next child in parallel when the current one is slow to its first content
+    (:mod:`orchestrator.engine.hedging`). All three are off by default.
     """
 
     def __init__(
@@ -96,8 +104,17 @@ class FallbackAgent:
         health: HealthStore | bool | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        first_token_timeout: float | timedelta | None = None,
+        idle_timeout: float | timedelta | None = None,
+        hedge_after: float | timedelta | str | None = None,
+        max_hedges: int = 1,
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
+        self.clock: Clock = clock or SYSTEM_CLOCK
+        # Deadlines inside a call (engine.deadlines) and hedging (engine.hedging): both off
+        # unless asked, so a plain call is called exactly as before.
+        self.watch = Watch.of(first_token_timeout, idle_timeout, "FallbackAgent")
+        self.hedge = Hedging.of(hedge_after, max_hedges)
         self.name: str = name or "fallback(" + ",".join(c.name for c in self.children) + ")"
         self.policy = _agent_policy(
             policy, max_retries, retry_strategy, retry_delay, max_delay, jitter
@@ -106,7 +123,9 @@ class FallbackAgent:
         # How the engine tries each child: a nested chain runs inside the run, a provider
         # is called and retried.
         self.members: tuple[ChainChild | ProviderChild, ...] = tuple(
-            ChainChild(c) if isinstance(c, FallbackAgent) else ProviderChild(c, p)
+            ChainChild(c)
+            if isinstance(c, FallbackAgent)
+            else ProviderChild(c, p, watched(c, self.watch, self.clock))
             for c, p in zip(self.children, self.policies, strict=True)
         )
         self.classifier = Classifier(
@@ -143,7 +162,6 @@ class FallbackAgent:
         self.before_fallback = before_fallback
         self.best_effort = best_effort
         self.health_store = _health_store(health)
-        self.clock: Clock = clock or SYSTEM_CLOCK
         self.rng = rng or random.Random()
 
     async def run(

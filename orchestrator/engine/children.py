@@ -27,10 +27,12 @@ __all__ = ["ChainChild", "ProviderChild", "too_long"]
 class ProviderChild:
     """A provider in a chain: admitted by the health store, retried under its policy."""
 
-    __slots__ = ("policy", "provider")
+    __slots__ = ("callee", "policy", "provider")
 
-    def __init__(self, provider: Any, policy: RetryPolicy) -> None:
+    def __init__(self, provider: Any, policy: RetryPolicy, callee: Any = None) -> None:
         self.provider, self.policy = provider, policy
+        # What each attempt calls: the provider, or a view of it under its deadlines.
+        self.callee = provider if callee is None else callee
 
     @property
     def name(self) -> str:
@@ -64,7 +66,7 @@ class ProviderChild:
 
     async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """The first attempt and, if it failed and may be retried, the retries."""
-        provider, policy = self.provider, self.policy
+        provider, policy = self.callee, self.policy
         outcome = await attempt(run, provider, request, 1, policy, via == "probe")
         # A half-open probe is one request, never retried: the circuit decides on it.
         if (

@@ -106,8 +106,11 @@ class Run:
         called = False
         last_error: BaseException | None = None
         prev: str | None = None
+        resume = 0  # a hedged call may have tried the children after its own already
         try:
             for idx, child in enumerate(agent.members):
+                if idx < resume:
+                    continue
                 via: Via = "closed"
                 adm = child.admit(store) if store is not None else None
                 if adm is not None and not adm.allowed:
@@ -120,10 +123,11 @@ class Run:
                 if adm is not None and adm.probe:
                     self.log.note = "half-open probe"
                     via = "probe"
-                outcome = await self._next_child(idx, prev, last_error, via)
+                outcome, resume = await self._next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
-                called, last_error, prev = True, outcome, child.name
+                called, last_error, prev = True, outcome, agent.members[resume].name
+                resume += 1
             if not called and skipped_:
                 last = await self._last_resort(skipped_)
                 if isinstance(last, Result):
@@ -153,7 +157,7 @@ class Run:
             outcome: Result | BaseException | None = None
             try:
                 error = skipped_[idx - 1][0] if idx else None
-                outcome = await self._next_child(idx, before, error, "last_resort")
+                outcome, _ = await self._next_child(idx, before, error, "last_resort")
             finally:
                 store.end_last_resort(name, succeeded=isinstance(outcome, Result))
             return outcome
@@ -162,16 +166,22 @@ class Run:
 
     async def _next_child(
         self, idx: int, prev: str | None, last_error: BaseException | None, via: Via
-    ) -> Result | BaseException:
-        """Hand over to child ``idx`` (hooks first) and try it; returns a Result or its error."""
+    ) -> tuple[Result | BaseException, int]:
+        """Hand over to child ``idx`` (hooks first) and try it, hedged if the agent hedges;
+        a Result or the error, and the index of the last child tried."""
         child = self.agent.members[idx]
         request = self.request
         if prev is not None and last_error is not None:
             decision = await self._hand_over(prev, child.name, last_error)
             if isinstance(decision, Stop):
-                return self._stopped(decision)
+                return self._stopped(decision), idx
             request = decision
-        return await child.run_in(self, request, via)
+        if self.agent.hedge is not None and via != "last_resort":
+            from orchestrator.engine.hedging import can_hedge, race  # it imports the run
+
+            if can_hedge(self, idx):
+                return await race(self, idx, request, via)
+        return await child.run_in(self, request, via), idx
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and self.agent.clock.now() >= self.deadline:
@@ -181,23 +191,9 @@ class Run:
         agent = self.agent
         self._check_deadline()
         reason = reason_of(error)
-        request = self.request
-        if agent.before_fallback is not None:
-            # A deep copy: redaction must never change the caller's request.
-            decision = await call_hook(
-                "before_fallback",
-                agent.before_fallback,
-                copy.deepcopy(self.delivery.for_hook(request)),
-                reason,
-            )
-            if isinstance(decision, Stop):
-                return decision
-            if not isinstance(decision, Request):
-                raise HookError(
-                    "before_fallback",
-                    TypeError(f"returned {type(decision).__name__}; return a Request or Stop"),
-                )
-            request = decision
+        request = await self.before_fallback(reason)
+        if isinstance(request, Stop):
+            return request
         events.emit(
             "info",
             "fallback",
@@ -211,6 +207,25 @@ class Run:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await watch_hook(self, "on_fallback", agent.on_fallback, frm, to, error, *extra)
         self._check_deadline()  # the hooks may have used up the budget: do not start the child
+        return self.with_handover(request, reason)
+
+    async def before_fallback(self, reason: str) -> Request | Stop:
+        """The request for the next child as ``before_fallback`` leaves it (or its Stop)."""
+        hook = self.agent.before_fallback
+        if hook is None:
+            return self.request
+        # A deep copy: redaction must never change the caller's request.
+        request = copy.deepcopy(self.delivery.for_hook(self.request))
+        decision = await call_hook("before_fallback", hook, request, reason)
+        if not isinstance(decision, Request | Stop):
+            raise HookError(
+                "before_fallback",
+                TypeError(f"returned {type(decision).__name__}; return a Request or Stop"),
+            )
+        return decision
+
+    def with_handover(self, request: Request, reason: str) -> Request:
+        """``request`` telling the next child why it was handed the call, and what was tried."""
         handover = {"reason": reason, "attempts": _summaries(self.log.attempts)}
         return request.replace(metadata={**request.metadata, "handover": handover})
 

@@ -30,7 +30,7 @@ from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.types import Response, Usage
-from orchestrator.units import seconds
+from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -165,6 +165,8 @@ class VendorSettings(TypedDict, total=False):
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
     retry_policy: RetryPolicy | None
+    first_token_timeout: float | timedelta | None
+    idle_timeout: float | timedelta | None
 
 
 class VendorProvider(KeywordChecked, HTTPCaller):
@@ -179,6 +181,10 @@ class VendorProvider(KeywordChecked, HTTPCaller):
     (:mod:`providers.http.catalogue`; ``catalogue=`` says where it applies).
     ``retry_policy`` retries this provider by its own :class:`RetryPolicy` instead of
     the agent's.
+    ``first_token_timeout`` / ``idle_timeout`` (seconds, default none) bound the
+    wait for the first content and each gap after it; a chain then streams this
+    provider even for ``run`` and falls over on ``FirstTokenTimeout`` /
+    ``StreamStalled`` (the engine keeps the watch: ``orchestrator.engine.deadlines``).
     """
 
     family: ClassVar[str] = ""
@@ -202,6 +208,8 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retry_policy: RetryPolicy | None = None,
+        first_token_timeout: float | timedelta | None = None,
+        idle_timeout: float | timedelta | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -215,6 +223,10 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         )
         self.name = name or f"{self.family}:{model}"
         self.timeout = seconds(timeout, f"{cls}.timeout")
+        self.first_token_timeout = seconds_or_none(
+            first_token_timeout, f"{cls}.first_token_timeout"
+        )
+        self.idle_timeout = seconds_or_none(idle_timeout, f"{cls}.idle_timeout")
         self.max_response_bytes = check_max_bytes(
             max_response_bytes, field=f"{cls}.max_response_bytes"
         )

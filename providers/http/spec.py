@@ -56,6 +56,8 @@ class VendorSpec(ProviderSpec):
     base_url: str | None = None
     api_key: str | None = None
     timeout: PositiveFloat | None = None
+    first_token_timeout: PositiveFloat | None = None
+    idle_timeout: PositiveFloat | None = None
     max_response_bytes: PositiveInt | None = None
     price: Price | None = None
     context_window: PositiveInt | None = None
@@ -75,6 +77,8 @@ class VendorSpec(ProviderSpec):
                 base_url=self.base_url,
                 api_key=None if self.api_key is None else Secret(self.api_key),
                 timeout=self.timeout,
+                first_token_timeout=self.first_token_timeout,
+                idle_timeout=self.idle_timeout,
                 max_response_bytes=self.max_response_bytes,
                 price=self.price,
                 context_window=self.context_window,

@@ -193,6 +193,37 @@ class Fault:
         return Fault("delay", seconds=seconds, then=then or Fault.ok())
 
     @staticmethod
+    def first_token(after: float, *, keepalive: float = 0.0, then: Fault | None = None) -> Fault:
+        """Send the reply's headers at once, then nothing for ``after`` seconds (or, with
+        ``keepalive`` > 0, an SSE ``: keep-alive`` comment every ``keepalive`` seconds),
+        then the events of ``then`` (default ``Fault.ok()``; paced by its ``interval``).
+        A provider that is slow to its first token, not down. Not streamed, or when
+        ``then`` is not a reply: wait ``after`` seconds, then do ``then``."""
+        _check_seconds("Fault.first_token", "after", after)
+        _check_seconds("Fault.first_token", "keepalive", keepalive)
+        return Fault("first_token", seconds=after, interval=keepalive, then=then or Fault.ok())
+
+    @staticmethod
+    def stall(after: int = 3, *, keepalive: float = 0.0) -> Fault:
+        """Stream ``after`` text chunks, then nothing more until the client goes away (with
+        ``keepalive`` > 0, an SSE ``: keep-alive`` comment every ``keepalive`` seconds: a
+        connection kept alive by a stream that no longer moves). ``cut_stream(after,
+        how="hang")`` plus the keep-alives."""
+        if after < 0:
+            raise ValueError(f"Fault.stall: after={after!r} must be >= 0")
+        _check_seconds("Fault.stall", "keepalive", keepalive)
+        return Fault("cut_stream", after=after, how="hang", interval=keepalive)
+
+    @staticmethod
+    def latency(
+        fast: float = 0.02, slow: float = 2.0, *, rate: float = 0.05, seed: int = 0
+    ) -> Fault:
+        """A latency distribution: the first token after ``fast`` seconds, or with
+        probability ``rate`` after ``slow`` seconds (:meth:`first_token` both; the draws
+        are deterministic for a ``seed``, as :meth:`flaky`'s are)."""
+        return Fault.flaky(rate, seed, Fault.first_token(slow), otherwise=Fault.first_token(fast))
+
+    @staticmethod
     def flaky(
         rate: float,
         seed: int = 0,
@@ -323,6 +354,9 @@ _FACTORIES: dict[str, Any] = {
         *_ERROR_FACTORIES,
         "hang",
         "delay",
+        "first_token",
+        "stall",
+        "latency",
         "flaky",
         "invalid_json",
         "missing_field",

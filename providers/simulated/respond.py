@@ -148,9 +148,16 @@ def _cut(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, A
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
         ex.send_partial(200, dict(_JSON_HEADERS), len(full), full[: len(full) // 2])
     if fault.how == "hang":
-        return _forever()
+        return _keep_alive(ex, fault.interval) if call.stream and fault.interval > 0 else _forever()
     ex.abort()
     return None
+
+
+async def _keep_alive(ex: Exchange, interval: float) -> None:
+    """An SSE comment every ``interval`` seconds, until the client goes away."""
+    while ex.backlog() is not None:
+        await asyncio.sleep(interval)
+        ex.write_chunk(b": keep-alive\n\n")
 
 
 async def _forever() -> None:
@@ -166,6 +173,33 @@ async def _delayed(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     pending = respond(ex, wire, call, fault)
     if pending is not None:
         await pending
+
+
+async def _first_token(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
+    """Headers now; silence or keep-alive comments for ``fault.seconds``; then the reply."""
+    assert fault.then is not None
+    then = fault.then.pick()
+    if not call.stream or then.kind != "ok":
+        await asyncio.sleep(fault.seconds)
+        pending = respond(ex, wire, call, then)
+        if pending is not None:
+            await pending
+        return
+    text = reply_text(call, then.text)
+    usage = token_usage(call, text, then.usage)
+    events = wire.stream(call, split_text(text, then.chunks), usage, terminate=True)
+    ex.start_stream(200, _stream_headers(wire, call))
+    loop = asyncio.get_running_loop()
+    first_at = loop.time() + fault.seconds
+    while fault.interval > 0 and loop.time() + fault.interval < first_at:
+        await asyncio.sleep(fault.interval)
+        ex.write_chunk(b": keep-alive\n\n")
+    await asyncio.sleep(max(0.0, first_at - loop.time()))
+    for i, event in enumerate(events):
+        if i and then.interval > 0:
+            await asyncio.sleep(then.interval)
+        ex.write_chunk(event)
+    ex.end_stream()
 
 
 def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, Any, None] | None:
@@ -189,6 +223,8 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return None
     if kind == "delay":
         return _delayed(ex, wire, call, fault)
+    if kind == "first_token":
+        return _first_token(ex, wire, call, fault)
     if kind == "hang":
         return _forever()
     if kind == "cut_stream":

@@ -42,6 +42,7 @@ def test_chain_file_needs_the_keys_in_the_environment() -> None:
         ("cost_tiers.py", "answer from claude-opus"),
         ("multi_region.py", "answered by openai-eu-west"),
         ("review_workflow.py", "correctness: answered by claude"),
+        ("slow_providers.py", "silent primary: answered by anthropic:claude-haiku-4-5"),
         ("workflow_composition.py", "fallback plan-then-write -> claude (FallbackError)"),
     ],
 )

@@ -1,0 +1,149 @@
+"""Deadlines that see inside a call: the first content, and every gap between content.
+
+A provider's ``first_token_timeout`` bounds the time from the start of a call to
+its first content; its ``idle_timeout`` bounds each gap after that (between
+content, and from the last content to the end of the stream). Content is a
+non-empty text chunk or a :class:`~orchestrator.types.ToolCallDelta`; keep-alive
+comments and pings never reach the engine as content (the SSE layer and the
+vendor parsers drop them), so they do not reset either deadline.
+
+The engine, not each provider, keeps this watch: a child with either deadline
+(its own attribute, else the :class:`~orchestrator.FallbackAgent` default) is
+called through :class:`Watched`, which streams even for ``run`` and assembles
+the same :class:`~orchestrator.types.Response` from the stream's final one. A
+provider without ``stream`` gets only the overall timeout. When a deadline
+fires, the provider's stream is cancelled where it waits (its connection is
+released, no task is left) and the call fails with :class:`FirstTokenTimeout`
+or :class:`StreamStalled` (both ``ProviderTimeout``: transient, retried per
+policy, then handed over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.clock import Clock
+from orchestrator.errors import FirstTokenTimeout, StreamInterrupted, StreamStalled
+from orchestrator.types import Request, Response, ToolCallDelta
+from orchestrator.units import Seconds, seconds_or_none
+
+__all__ = ["Watch", "Watched", "assemble", "is_content", "watched"]
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """The two deadlines of one child, in seconds (``None``: not watched)."""
+
+    first_token: float | None = None
+    idle: float | None = None
+
+    @classmethod
+    def of(cls, first_token: Seconds | None, idle: Seconds | None, owner: str) -> Watch | None:
+        """Validated deadlines (the one :func:`~orchestrator.units.seconds` rule); None if none."""
+        ft = seconds_or_none(first_token, f"{owner}.first_token_timeout")
+        idle_s = seconds_or_none(idle, f"{owner}.idle_timeout")
+        return None if ft is None and idle_s is None else cls(ft, idle_s)
+
+
+def is_content(item: object) -> bool:
+    """Whether a streamed item is content: a non-empty str or a tool-call delta."""
+    return isinstance(item, ToolCallDelta) or (isinstance(item, str) and item != "")
+
+
+def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
+    """What the engine calls for ``provider``: itself, or a :class:`Watched` view of it.
+
+    The provider's own ``first_token_timeout`` / ``idle_timeout`` win, each on its
+    own; ``default`` (the agent's) fills the ones it leaves ``None``. A provider
+    without ``stream`` is returned as it is: only the overall timeout applies.
+    """
+    if not callable(getattr(provider, "stream", None)):
+        return provider
+    name = f"{type(provider).__name__}({provider.name!r})"
+    own = Watch.of(
+        getattr(provider, "first_token_timeout", None),
+        getattr(provider, "idle_timeout", None),
+        name,
+    )
+    own, default = own or Watch(), default or Watch()
+    ft = default.first_token if own.first_token is None else own.first_token
+    idle = default.idle if own.idle is None else own.idle
+    if ft is None and idle is None:
+        return provider
+    return Watched(provider, Watch(ft, idle), clock)
+
+
+class Watched:
+    """A streaming provider under its deadlines; the engine calls this instead of it.
+
+    ``stream`` yields what the provider yields, failing with
+    :class:`FirstTokenTimeout` / :class:`StreamStalled` when content is late;
+    ``complete`` streams under the hood and returns the final Response.
+    """
+
+    __slots__ = ("clock", "name", "provider", "watch")
+
+    def __init__(self, provider: Any, watch: Watch, clock: Clock) -> None:
+        self.provider, self.watch, self.clock = provider, watch, clock
+        self.name: str = provider.name
+
+    async def complete(self, request: Request) -> Response:
+        """The provider's reply, streamed under the deadlines and assembled."""
+        return await assemble(self.stream(request), self.name)
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        """The provider's stream, each wait for content bounded by a deadline."""
+        clock, watch = self.clock, self.watch
+        agen = self.provider.stream(request)
+        chunks = 0
+        deadline = None if watch.first_token is None else clock.now() + watch.first_token
+        async with contextlib.aclosing(agen):
+            while True:
+                try:
+                    item = await self._next(agen, deadline, chunks)
+                except StopAsyncIteration:
+                    return
+                if isinstance(item, Response):
+                    deadline = None
+                elif is_content(item):
+                    chunks += 1
+                    deadline = None if watch.idle is None else clock.now() + watch.idle
+                yield item
+
+    async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
+        if deadline is None:
+            return await anext(agen)
+        cm = self.clock.timeout_at(deadline)
+        try:
+            async with cm:
+                return await anext(agen)
+        except TimeoutError:
+            if not getattr(cm, "expired", lambda: False)():
+                raise  # the provider's own timeout, or an outer deadline
+        if chunks == 0:
+            raise FirstTokenTimeout(
+                f"no content within first_token_timeout={self.watch.first_token:g}s",
+                provider=self.name,
+            )
+        raise StreamStalled(
+            f"no content for idle_timeout={self.watch.idle:g}s after {chunks} chunks",
+            provider=self.name,
+        )
+
+    def __repr__(self) -> str:
+        return f"Watched({self.provider!r}, {self.watch!r})"
+
+
+async def assemble(stream: AsyncIterator[Any], name: str) -> Response:
+    """The final Response of ``stream`` (closed either way); ``StreamInterrupted`` without one."""
+    final: Response | None = None
+    async with contextlib.aclosing(stream):  # type: ignore[type-var]
+        async for item in stream:
+            if isinstance(item, Response):
+                final = item
+    if final is None:
+        raise StreamInterrupted("stream ended without its final message", provider=name)
+    return final

@@ -1,0 +1,368 @@
+"""Hedged requests: when a child is slow to its first content, start the next one in parallel.
+
+``FallbackAgent(hedge_after=0.4)`` (seconds) or ``hedge_after="p95"`` (adaptive)
+with ``max_hedges=1``. Each child of a hedged call runs in a *lane* of its own (a
+run sharing the caller's delivery, with its own attempt log and health verdict).
+When the newest lane has produced no content ``hedge_after`` after it started,
+the next child starts in a new lane, after ``before_fallback`` with reason
+``"hedge"`` (so redaction applies; a :class:`~orchestrator.types.Stop` from it
+means no hedge). The first lane to produce content (a text or tool-call delta, or
+a whole reply from a provider that cannot stream) wins: the others are cancelled
+at once (their streams closed, their connections released, no task left) and
+recorded with reason ``hedge_lost``, with the input tokens they were sent
+estimated (``note`` says so). Nothing reaches a stream's consumer before a lane
+wins, so a consumer never sees two replies. A lane that fails before any lane
+won is recorded as usual; the others race on.
+
+Hedges never amplify an outage: with a health store each hedge takes a token
+from the retry budget (none left: no hedge) and never goes to a child whose
+circuit is not closed. Only providers hedge and are hedged to (a nested chain
+is tried in order, as without hedging), and only before any text was streamed.
+
+Adaptive delay, ``"pNN"``: the NN-th percentile (nearest rank) of the child's
+last :data:`WINDOW` observed first-content latencies, never below :data:`FLOOR`
+(a hedge earlier than that mostly duplicates healthy calls) and never above
+:data:`TAIL_CAP` times their median (a percentile that far out is a tail of
+failures, not of normal calls: when 5% of calls stall, the p95 itself would be
+a stall). A lane that lost to a hedge counts with the time it went without
+content (a lower bound of its latency), so the window does not forget the slow
+calls hedging hides. Until the child has :data:`MIN_SAMPLES` observations the
+call is not hedged: a cold start never doubles traffic on a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import re
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import events
+from orchestrator.engine.children import ProviderChild
+from orchestrator.engine.deadlines import assemble, is_content
+from orchestrator.tasks import cancel_and_wait
+from orchestrator.types import Attempt, Request, Response, Result, Stop, Usage
+from orchestrator.units import seconds
+
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run, Via
+
+__all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
+
+#: Observations a child needs before an adaptive ``hedge_after`` hedges it.
+MIN_SAMPLES = 20
+#: The shortest adaptive delay, in seconds.
+FLOOR = 0.05
+#: How many recent first-content latencies an adaptive delay looks at, per child.
+WINDOW = 256
+#: An adaptive delay is at most this many times the window's median.
+TAIL_CAP = 4.0
+_PERCENTILE = re.compile(r"p(\d{1,2}(?:\.\d{1,3})?)")
+
+
+class Hedging:
+    """When a FallbackAgent hedges: a fixed delay or a percentile, and how many hedges."""
+
+    __slots__ = ("after", "max_hedges", "percentile", "samples")
+
+    def __init__(self, after: float | None, percentile: float | None, max_hedges: int) -> None:
+        self.after, self.percentile, self.max_hedges = after, percentile, max_hedges
+        #: child name -> its recent first-content latencies (adaptive delay only)
+        self.samples: dict[str, deque[float]] = {}
+
+    @classmethod
+    def of(cls, hedge_after: float | timedelta | str | None, max_hedges: int) -> Hedging | None:
+        """Validated settings; ``None`` when ``hedge_after`` is (hedging off)."""
+        if isinstance(max_hedges, bool) or not isinstance(max_hedges, int) or max_hedges < 1:
+            raise ValueError(f"FallbackAgent.max_hedges={max_hedges!r} must be an int >= 1")
+        if hedge_after is None:
+            return None
+        if isinstance(hedge_after, str):
+            m = _PERCENTILE.fullmatch(hedge_after)
+            if m is None or not 0 < float(m[1]) < 100:
+                raise ValueError(
+                    f"FallbackAgent.hedge_after={hedge_after!r} must be seconds or a percentile "
+                    "of observed first-token latency such as 'p95' (p1..p99.9)"
+                )
+            return cls(None, float(m[1]), max_hedges)
+        return cls(seconds(hedge_after, "FallbackAgent.hedge_after"), None, max_hedges)
+
+    def delay(self, name: str) -> float | None:
+        """Seconds after which a lane of ``name`` without content is hedged (None: never)."""
+        if self.percentile is None:
+            return self.after
+        window = self.samples.get(name)
+        if window is None or len(window) < MIN_SAMPLES:
+            return None
+        ordered = sorted(window)
+        rank = max(0, math.ceil(self.percentile / 100 * len(ordered)) - 1)
+        return max(FLOOR, min(ordered[rank], TAIL_CAP * ordered[len(ordered) // 2]))
+
+    def observe(self, name: str, latency: float) -> None:
+        """Record one first-content latency of ``name`` (kept only for an adaptive delay)."""
+        if self.percentile is not None:
+            window = self.samples.get(name)
+            if window is None:
+                window = self.samples[name] = deque(maxlen=WINDOW)
+            window.append(latency)
+
+    def __repr__(self) -> str:
+        when = f"p{self.percentile:g}" if self.percentile is not None else f"{self.after}s"
+        return f"Hedging(after={when}, max_hedges={self.max_hedges})"
+
+
+def can_hedge(run: Run, idx: int) -> bool:
+    """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
+    with nothing streamed to the consumer yet."""
+    members = run.agent.members
+    return (
+        idx + 1 < len(members)
+        and isinstance(members[idx], ProviderChild)
+        and isinstance(members[idx + 1], ProviderChild)
+        and not getattr(run.delivery, "delivered", None)
+    )
+
+
+async def race(
+    run: Run, idx: int, request: Request, via: Via
+) -> tuple[Result | BaseException, int]:
+    """Try child ``idx`` (``request`` already handed over), hedged; the outcome and the
+    index of the last child tried (the run goes on after it)."""
+    hedged = _Race(run)
+    try:
+        hedged.start(idx, request, via, run.log.note)
+        run.log.note = None
+        outcome = await hedged.decide()
+    finally:
+        await hedged.close()
+    if isinstance(outcome, Result):
+        outcome = replace(outcome, attempts=tuple(run.log.attempts), latency=run.elapsed())
+    return outcome, hedged.lanes[-1].idx
+
+
+class _Lane:
+    """One child racing: its own run (attempt log, verdict), its task and its racer."""
+
+    __slots__ = ("idx", "racer", "run", "task")
+
+    def __init__(self, idx: int, run: Run, racer: _Racer, task: asyncio.Task[Any]) -> None:
+        self.idx, self.run, self.racer, self.task = idx, run, racer, task
+
+
+class _Race:
+    """The lanes of one hedged call and which one won."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        hedging = run.agent.hedge
+        assert hedging is not None
+        self.hedging = hedging
+        self.lanes: list[_Lane] = []
+        self.finished: list[_Lane] = []
+        self.winner: _Lane | None = None
+        self.hedges_left = self.hedging.max_hedges
+        self.changed = asyncio.Event()
+
+    def start(self, idx: int, request: Request, via: Via, note: str | None) -> None:
+        from orchestrator.engine.run import Run
+
+        outer = self.run
+        member = outer.agent.members[idx]
+        assert isinstance(member, ProviderChild)
+        # A run of its own (attempt log, health verdict) with the caller's limits and delivery.
+        limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
+        lane_run = Run(outer.agent, outer.request, *limits)
+        lane_run.log.started, lane_run.log.note = outer.log.started, note
+        racer = _Racer(self, member.callee, lane_run)
+        child = ProviderChild(member.provider, member.policy, racer)
+        task = asyncio.create_task(child.run_in(lane_run, request, via))
+        lane = _Lane(idx, lane_run, racer, task)
+        racer.lane = lane
+        task.add_done_callback(lambda _t: self._ended(lane))
+        self.lanes.append(lane)
+
+    def _ended(self, lane: _Lane) -> None:
+        self.finished.append(lane)
+        self.changed.set()
+
+    def claim(self, racer: _Racer) -> None:
+        """``racer`` has content: the first to get here wins, the other lanes are cancelled."""
+        if self.winner is not None:
+            return
+        self.winner = racer.lane
+        for lane in self.lanes:
+            if lane is not self.winner:
+                lane.task.cancel()
+        self.changed.set()
+
+    async def decide(self) -> Result | BaseException:
+        """Wait for a winner (hedging when due) or for every lane to end; the outcome."""
+        clock = self.run.agent.clock
+        while True:
+            self.changed.clear()
+            for lane in self.finished:
+                if not lane.task.cancelled() and lane.task.exception() is not None:
+                    lane.task.result()  # a lane stopped the run: raise what it raised
+            if self.winner is not None or len(self.finished) == len(self.lanes):
+                break
+            at = self._next_hedge_at()
+            if at is None:
+                await self.changed.wait()
+                continue
+            cm = clock.timeout_at(at)
+            try:
+                async with cm:
+                    await self.changed.wait()
+            except TimeoutError:
+                if not getattr(cm, "expired", lambda: False)():
+                    raise
+                await self._hedge()
+        lane = self.winner or self.finished[-1]
+        if lane is self.winner:
+            await self._stop_losers()
+        outcome: Result | BaseException = await lane.task
+        return outcome
+
+    def _next_hedge_at(self) -> float | None:
+        last = self.lanes[-1]
+        if self.hedges_left == 0 or last.idx + 1 >= len(self.run.agent.members):
+            return None
+        delay = self.hedging.delay(last.racer.name)
+        return None if delay is None else last.racer.lane_started + delay
+
+    async def _hedge(self) -> None:
+        """Start the next child in a lane of its own, if its circuit, the budget and
+        ``before_fallback`` let it; else no more hedges in this call."""
+        run, last = self.run, self.lanes[-1]
+        self.hedges_left -= 1
+        target = run.agent.members[last.idx + 1]
+        why = "a nested chain" if not isinstance(target, ProviderChild) else _refused(run, target)
+        decision: Request | Stop | None = None
+        if why is None:
+            decision = await run.before_fallback("hedge")
+            why = "stopped by before_fallback" if isinstance(decision, Stop) else None
+        if why is not None or not isinstance(decision, Request):
+            self.hedges_left = 0
+            events.emit("info", "hedge_skipped", agent=run.agent.name, to=target.name, why=why)
+            return
+        store = run.agent.health_store
+        via: Via = "closed"
+        if store is not None and isinstance(target, ProviderChild):
+            # Admitted only now that it is sure to be called: a half-open probe slot taken
+            # here is always used (and resolved) by the hedge.
+            via = "probe" if target.admit(store).probe else "closed"
+        events.emit(
+            "info", "hedge_started", agent=run.agent.name, child=last.racer.name, to=target.name
+        )
+        waited = run.agent.clock.now() - last.racer.lane_started
+        note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
+        self.start(last.idx + 1, run.with_handover(decision, "hedge"), via, note)
+
+    async def _stop_losers(self) -> None:
+        """Cancel every lane still running but the winner; each records ``hedge_lost``."""
+        for lane in self.lanes:
+            if lane is not self.winner and not lane.task.done():
+                lane.task.cancel()
+        for lane in self.lanes:
+            if lane is not self.winner:
+                await cancel_and_wait(lane.task)
+                lane.racer.record_lost()
+
+    async def close(self) -> None:
+        """Leave nothing running (also when the caller is cancelled); join the lanes' logs."""
+        try:
+            for lane in self.lanes:
+                if not lane.task.done():
+                    await cancel_and_wait(lane.task)
+                    lane.racer.record_lost()
+        finally:
+            log = self.run.log
+            for lane in sorted(self.lanes, key=lambda x: x is self.winner):
+                log.attempts.extend(lane.run.log.attempts)
+                log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
+
+
+def _refused(run: Run, target: Any) -> str | None:
+    """Why ``target`` may not take a hedge (None: it may): circuit not closed, budget empty."""
+    store = run.agent.health_store
+    if store is None:
+        return None
+    if store.snapshot(target.name).state != "closed":
+        return "circuit not closed"
+    if not store.try_acquire_retry():
+        return "retry budget empty"
+    return None
+
+
+class _Racer:
+    """The provider as one lane calls it: the lane claims the race at its first content."""
+
+    __slots__ = ("call", "callee", "lane", "lane_run", "lane_started", "name", "race", "request")
+
+    def __init__(self, race: _Race, callee: Any, lane_run: Run) -> None:
+        self.race, self.callee, self.lane_run = race, callee, lane_run
+        self.name: str = callee.name
+        self.lane: _Lane | None = None
+        self.lane_started = lane_run.agent.clock.now()
+        #: The call in progress: (attempt number, monotonic start, wall start), or None.
+        self.call: tuple[int, float, float] | None = None
+        self.request: Request | None = None
+
+    async def complete(self, request: Request) -> Response:
+        """The reply; streamed when the provider can, so its first content is seen."""
+        return await assemble(self.stream(request), self.name)
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        """The provider's stream (or its whole reply as one chunk), claiming at first content."""
+        clock = self.lane_run.agent.clock
+        self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
+        self.request = request
+        started = self.call[1]
+        async for item in self._items(request):
+            if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
+                self.race.hedging.observe(self.name, clock.now() - started)
+                self.race.claim(self)
+            yield item
+
+    async def _items(self, request: Request) -> AsyncIterator[Any]:
+        stream = getattr(self.callee, "stream", None)
+        if not callable(stream):
+            response: Response = await self.callee.complete(request)
+            if response.text:
+                yield response.text
+            yield response
+            return
+        agen = stream(request)
+        async with contextlib.aclosing(agen):
+            async for item in agen:
+                yield item
+
+    def record_lost(self) -> None:
+        """Record the call this lane was cancelled in (if any) as lost to a hedge."""
+        log = self.lane_run.log
+        if self.call is None or self.request is None or self.call[0] <= len(log.attempts):
+            return  # not in a call, or the call's attempt is already recorded
+        number, t0, wall = self.call
+        est = _input_tokens(self.request)
+        note = f"usage estimated: ~{est} input tokens (request chars / 4), no output"
+        note = f"{log.note}; {note}" if log.note else note
+        duration = self.lane_run.agent.clock.now() - t0
+        if self.race.winner is not None:
+            self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
+        log.add(
+            Attempt(
+                self.name, None, number, wall, duration, "hedge_lost", Usage(est, 0), None, note
+            )
+        )
+        self.call = None
+
+
+def _input_tokens(request: Request) -> int:
+    """A rough count of the input tokens ``request`` was sent as (4 characters a token)."""
+    chars = sum(len(m.content) for m in request.messages) + len(request.system or "")
+    return math.ceil(chars / 4)
