@@ -49,6 +49,12 @@ class FallbackAgent:
 
     A ``FallbackAgent`` is itself a valid child: chains nest. Use ``run`` from
     async code, ``run_sync`` from scripts, ``stream`` for text as it arrives.
+
+    When an OpenTelemetry SDK is installed, each run is a span with one CLIENT
+    span per attempt, and metrics are recorded (:mod:`orchestrator.telemetry`);
+    ``tracing=False`` turns the spans off for this agent, ``capture_content=True``
+    adds prompts and replies to the attempt spans (off by default: they may
+    hold personal data).
     """
 
     def __init__(
@@ -79,6 +85,8 @@ class FallbackAgent:
         health: HealthStore | bool | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        tracing: bool = True,
+        capture_content: bool = False,
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.name: str = name or "fallback(" + ",".join(c.name for c in self.children) + ")"
@@ -128,6 +136,11 @@ class FallbackAgent:
         self.health_store = _health_store(health)
         self.clock: Clock = clock or SYSTEM_CLOCK
         self.rng = rng or random.Random()
+        # OpenTelemetry (orchestrator.telemetry): spans when an SDK is installed, unless
+        # tracing=False; prompts and replies on them only with capture_content=True.
+        self.tracing = bool(tracing)
+        self.capture_content = bool(capture_content)
+        self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
 
     async def run(
         self,

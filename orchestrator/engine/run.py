@@ -26,6 +26,7 @@ from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.errors import FallbackError, HookError, InvalidOutput
 from orchestrator.policy import RetryPolicy
+from orchestrator.telemetry.spans import RunTrace, observe
 from orchestrator.types import Attempt, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -45,7 +46,16 @@ class _DeadlinePassed(Exception):
 class Run:
     """One ``FallbackAgent.run`` (or a nested chain inside one): children, retries, hand-overs."""
 
-    __slots__ = ("agent", "attempt_limit", "deadline", "delivery", "log", "request", "schema")
+    __slots__ = (
+        "agent",
+        "attempt_limit",
+        "deadline",
+        "delivery",
+        "log",
+        "request",
+        "schema",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -60,6 +70,7 @@ class Run:
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
+        self.trace: RunTrace | None = None  # telemetry (orchestrator.telemetry), when on
 
     @classmethod
     def start(
@@ -84,7 +95,9 @@ class Run:
         if within is not None:
             deadline = _earliest(within.deadline, deadline)
             attempt_limit = _earliest(within.attempt_limit, attempt_limit)
-        return cls(agent, request, schema, deadline, attempt_limit, delivery)
+        run = cls(agent, request, schema, deadline, attempt_limit, delivery)
+        run.trace = run.log.trace = observe(run, within.trace if within is not None else None)
+        return run
 
     def elapsed(self) -> float:
         return self.agent.clock.now() - self.log.started
@@ -97,6 +110,44 @@ class Run:
         ``counted_by`` is the outer chain's health store when this chain runs
         nested inside it: that store already counted the call for its budget.
         """
+        # -- telemetry: the run's span and its attempts' end here, however the run ends --
+        if self.trace is not None:
+            self.trace.started()
+        try:
+            result = await self._chain(counted_by)
+        except BaseException as e:
+            self._ended(None, e)
+            raise
+        self._ended(result, None)
+        return result
+
+    def _ended(self, result: Result | None, error: BaseException | None) -> None:
+        if self.log.pending is not None:
+            self.decided("stop")  # the run ended before deciding (a hook raised, cancelled)
+        if self.trace is not None:
+            self.trace.ended(result, error)
+
+    def decided(self, decision: str) -> None:
+        """What follows the last failed attempt (``retry``, ``fallback``, ``stop``): the
+        attempt's ``attempt_failed`` event and span carry it."""
+        index, self.log.pending = self.log.pending, None
+        if index is None:
+            return
+        failed = self.log.attempts[index]
+        events.emit(
+            "info",
+            "attempt_failed",
+            agent=self.agent.name,
+            child=failed.agent,
+            attempt=failed.attempt_number,
+            duration=failed.duration,
+            decision=decision,
+            **events.attempt_fields(failed),
+        )
+        if self.trace is not None:
+            self.trace.decided(failed, decision)
+
+    async def _chain(self, counted_by: object) -> Result:
         agent = self.agent
         store = agent.health_store
         if store is not None and store is not counted_by:
@@ -206,6 +257,8 @@ class Run:
             reason=reason,
             **events.error_fields(error),
         )
+        if self.trace is not None:
+            self.trace.fell_over(frm, to, reason)
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
@@ -226,7 +279,10 @@ class Run:
     def leave(self, name: str, error: BaseException) -> BaseException:
         """The child is done with ``error``: hand over (return it) or stop (raise it)."""
         if self.log.deadline_passed:
+            self.decided("stop")
             raise _DeadlinePassed
+        stops = self.delivery.committed(error) or not self.agent.classifier.hands_over(error)
+        self.decided("stop" if stops else "fallback")
         if self.delivery.committed(error):
             events.emit(
                 "warning",

@@ -27,6 +27,7 @@ from orchestrator.errors import (
     StreamInterrupted,
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
+from orchestrator.telemetry import trace_headers
 from orchestrator.types import Response, Usage
 from orchestrator.units import seconds
 from providers.http.body import (
@@ -216,6 +217,11 @@ class VendorProvider(HTTPCaller):
         cls = type(self).__name__
         return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self._display_url!r})"
 
+    @property
+    def gen_ai_provider_name(self) -> str:
+        """``gen_ai.provider.name`` on this provider's spans (:mod:`orchestrator.telemetry`)."""
+        return _GEN_AI_PROVIDER_NAMES.get(self.family, self.family)
+
     def secrets(self) -> tuple[Secret, ...]:
         """What messages must mask: the key last sent (given or from the environment),
         the key given, and the URL's and extra headers' credentials."""
@@ -294,7 +300,7 @@ class VendorProvider(HTTPCaller):
         ``max_response_bytes`` the whole body and so each line and event
         (``ResponseTooLarge``).
         """
-        headers = self.request_headers()
+        headers = trace_headers(self.request_headers())
         transport = self._transport or shared_client()
         limit = self.max_response_bytes
         failure: ProviderError | None = None
@@ -371,6 +377,10 @@ class VendorProvider(HTTPCaller):
         )
         err.__cause__ = redacted(exc, self.secrets())
         return err
+
+
+#: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.
+_GEN_AI_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
 
 
 def _whole(data: str) -> bool:

@@ -51,3 +51,41 @@ async def test_run_succeeded_event(clock: FakeClock) -> None:
         await FallbackAgent([Scripted("a", ["ok"])], clock=clock).run("x")
     done = [e for e in events if e["event"] == "run_succeeded"]
     assert len(done) == 1 and done[0]["handled_by"] == "a" and done[0]["log_level"] == "info"
+
+
+async def test_attempt_events_carry_the_attempt_spans_fields(clock: FakeClock) -> None:
+    from orchestrator import Response, Usage
+
+    agent = FallbackAgent(
+        [
+            Scripted("a", [ServerError("down"), AuthenticationFailed("no")]),
+            Scripted("b", [Response("ok", Usage(7, 3), cost_usd=0.25)]),
+        ],
+        max_retries=1,
+        retry_delay=1.0,
+        clock=clock,
+    )
+    with capture_events() as events:
+        await agent.run("x")
+    attempts = [e for e in events if e["event"].startswith("attempt_")]
+    assert [(e["child"], e["attempt"], e["decision"]) for e in attempts] == [
+        ("a", 1, "retry"),
+        ("a", 2, "fallback"),
+        ("b", 1, "success"),
+    ]
+    assert attempts[0]["reason"] == "error" and attempts[1]["reason"] == "unusable"
+    assert attempts[1]["error_type"] == "AuthenticationFailed"
+    won = attempts[2]
+    assert (won["input_tokens"], won["output_tokens"], won["cost_usd"]) == (7, 3, 0.25)
+
+
+async def test_a_terminal_attempt_is_decided_stop(clock: FakeClock) -> None:
+    from orchestrator.errors import InvalidRequest
+
+    agent = FallbackAgent(
+        [Scripted("a", [InvalidRequest("bad")]), Scripted("b", ["ok"])], clock=clock
+    )
+    with capture_events() as events, pytest.raises(InvalidRequest):
+        await agent.run("x")
+    names = [(e["event"], e.get("decision")) for e in events]
+    assert names == [("attempt_failed", "stop"), ("terminal_error", None)]

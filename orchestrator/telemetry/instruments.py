@@ -1,0 +1,122 @@
+"""The metrics: GenAI client metrics and ours, through the global meter provider.
+
+Instruments are made once per meter provider (the application's SDK one) and
+recorded from the engine's run observer (:mod:`orchestrator.telemetry.spans`).
+``failover.circuit.state`` is an observable gauge read from the health stores of
+the agents that ran since the provider was installed; its callback only reads
+each store's local view (``snapshot``: no network I/O, also for Redis).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.telemetry import names as n
+from orchestrator.telemetry.installed import api, meter_provider
+
+if TYPE_CHECKING:
+    from orchestrator.engine.agent import FallbackAgent
+
+__all__ = ["Instruments", "instruments", "watch"]
+
+Attrs = Mapping[str, str | int]
+
+
+class Instruments:
+    """The metric instruments of one meter, and how the engine records into them."""
+
+    __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens")
+
+    def __init__(self, meter: Any) -> None:
+        self.duration = meter.create_histogram(
+            n.METRIC_DURATION,
+            unit="s",
+            description="GenAI operation duration (one upstream attempt).",
+            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        )
+        self.tokens = meter.create_histogram(
+            n.METRIC_TOKENS,
+            unit="{token}",
+            description="Tokens used per attempt, by gen_ai.token.type.",
+            explicit_bucket_boundaries_advisory=n.TOKEN_BUCKETS,
+        )
+        self.first_chunk = meter.create_histogram(
+            n.METRIC_FIRST_CHUNK,
+            unit="s",
+            description="Time from the start of a streamed attempt to its first chunk.",
+            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        )
+        self.attempts = meter.create_counter(
+            n.METRIC_ATTEMPTS,
+            unit="{attempt}",
+            description="Attempts, by provider and failover decision.",
+        )
+        self.fallbacks = meter.create_counter(
+            n.METRIC_FALLBACKS,
+            unit="{fallback}",
+            description="Hand-overs from one child to the next, by reason.",
+        )
+        self.cost = meter.create_counter(
+            n.METRIC_COST, unit="USD", description="Cost of attempts, by provider and model."
+        )
+        meter.create_observable_gauge(
+            n.METRIC_CIRCUIT,
+            callbacks=[_circuit_states],
+            unit="1",
+            description="Circuit state by provider: 0 closed, 1 half-open, 2 open.",
+        )
+
+    def fallback(self, frm: str, to: str, reason: str) -> None:
+        """One hand-over from ``frm`` to ``to``."""
+        self.fallbacks.add(1, {n.FROM: frm, n.TO: to, n.REASON: reason})
+
+
+_lock = threading.Lock()
+_cache: tuple[object, Instruments | None] = (None, None)
+_watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
+
+
+def instruments() -> Instruments | None:
+    """The instruments of the global meter provider, or ``None`` until an SDK one is installed."""
+    global _cache
+    provider = meter_provider()
+    if provider is None:
+        return None
+    if provider is _cache[0]:
+        return _cache[1]
+    with _lock:
+        if provider is not _cache[0]:
+            _cache = (provider, Instruments(provider.get_meter(n.SCOPE)))
+        return _cache[1]
+
+
+def watch(agent: FallbackAgent) -> None:
+    """Report ``agent``'s circuits in ``failover.circuit.state`` (held weakly)."""
+    if agent.health_store is not None:
+        with _lock:
+            _watched.add(agent)
+
+
+def _circuit_states(options: Any) -> Iterable[Any]:
+    """The gauge's callback (on the reader's thread): each watched provider's circuit."""
+    mods = api()
+    if mods is None:  # pragma: no cover - the gauge exists only with the API
+        return []
+    with _lock:
+        agents = list(_watched)
+    seen: dict[str, int] = {}
+    for agent in agents:
+        store = agent.health_store
+        for child in agent.children:
+            if store is None or child.name in seen or hasattr(child, "members"):
+                continue
+            try:
+                state = store.snapshot(child.name).state
+            except Exception:  # a store must not break the exporter
+                continue
+            seen[child.name] = n.CIRCUIT_STATES.get(state, 0)
+    observation = mods[1].Observation
+    return [observation(value, {n.PROVIDER: name}) for name, value in seen.items()]
