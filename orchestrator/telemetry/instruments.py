@@ -3,7 +3,7 @@
 Instruments are made once per meter provider (the application's SDK one) and
 recorded from the engine's run observer (:mod:`orchestrator.telemetry.spans`).
 ``failover.circuit.state`` is an observable gauge read from the health stores of
-the agents that ran since the provider was installed; its callback only reads
+the agents that ran since the meter provider was installed; its callback only reads
 each store's local view (``snapshot``: no network I/O, also for Redis).
 """
 
@@ -20,7 +20,7 @@ from orchestrator.telemetry.installed import api, meter_provider
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
 
-__all__ = ["Instruments", "instruments", "watch"]
+__all__ = ["Instruments", "instruments"]
 
 Attrs = Mapping[str, str | int]
 
@@ -28,9 +28,11 @@ Attrs = Mapping[str, str | int]
 class Instruments:
     """The metric instruments of one meter, and how the engine records into them."""
 
-    __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens")
+    __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens", "watched")
 
     def __init__(self, meter: Any) -> None:
+        #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
+        self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
         self.duration = meter.create_histogram(
             n.METRIC_DURATION,
             unit="s",
@@ -64,7 +66,7 @@ class Instruments:
         )
         meter.create_observable_gauge(
             n.METRIC_CIRCUIT,
-            callbacks=[_circuit_states],
+            callbacks=[self._circuit_states],
             unit="1",
             description="Circuit state by provider: 0 closed, 1 half-open, 2 open.",
         )
@@ -73,10 +75,34 @@ class Instruments:
         """One hand-over from ``frm`` to ``to``."""
         self.fallbacks.add(1, {n.FROM: frm, n.TO: to, n.REASON: reason})
 
+    def watch(self, agent: FallbackAgent) -> None:
+        """Report ``agent``'s circuits in ``failover.circuit.state``."""
+        if agent.health_store is not None and agent not in self.watched:
+            with _lock:
+                self.watched.add(agent)
+
+    def _circuit_states(self, options: Any) -> Iterable[Any]:
+        """The gauge's callback (on the reader's thread): each watched provider's circuit,
+        the worst state any store reports when agents with different stores share a name."""
+        with _lock:
+            agents = list(self.watched)
+        states: dict[str, int] = {}
+        for agent in agents:
+            store = agent.health_store
+            for child in agent.children:
+                if store is None or hasattr(child, "members"):  # a nested chain reports its own
+                    continue
+                try:
+                    state = n.CIRCUIT_STATES.get(store.snapshot(child.name).state, 0)
+                except Exception:  # a store must not break the exporter
+                    continue
+                states[child.name] = max(state, states.get(child.name, 0))
+        observation = api()[1].Observation
+        return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
+
 
 _lock = threading.Lock()
 _cache: tuple[object, Instruments | None] = (None, None)
-_watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
 
 
 def instruments() -> Instruments | None:
@@ -91,32 +117,3 @@ def instruments() -> Instruments | None:
         if provider is not _cache[0]:
             _cache = (provider, Instruments(provider.get_meter(n.SCOPE)))
         return _cache[1]
-
-
-def watch(agent: FallbackAgent) -> None:
-    """Report ``agent``'s circuits in ``failover.circuit.state`` (held weakly)."""
-    if agent.health_store is not None:
-        with _lock:
-            _watched.add(agent)
-
-
-def _circuit_states(options: Any) -> Iterable[Any]:
-    """The gauge's callback (on the reader's thread): each watched provider's circuit."""
-    mods = api()
-    if mods is None:  # pragma: no cover - the gauge exists only with the API
-        return []
-    with _lock:
-        agents = list(_watched)
-    seen: dict[str, int] = {}
-    for agent in agents:
-        store = agent.health_store
-        for child in agent.children:
-            if store is None or child.name in seen or hasattr(child, "members"):
-                continue
-            try:
-                state = store.snapshot(child.name).state
-            except Exception:  # a store must not break the exporter
-                continue
-            seen[child.name] = n.CIRCUIT_STATES.get(state, 0)
-    observation = mods[1].Observation
-    return [observation(value, {n.PROVIDER: name}) for name, value in seen.items()]

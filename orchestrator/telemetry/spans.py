@@ -33,7 +33,7 @@ from orchestrator.telemetry.describe import (
     span_name,
 )
 from orchestrator.telemetry.installed import api, tracer
-from orchestrator.telemetry.instruments import Instruments, instruments, watch
+from orchestrator.telemetry.instruments import Instruments, instruments
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
@@ -72,7 +72,7 @@ def observe(run: Run, parent: RunTrace | None) -> RunTrace | None:
     if spans is None and meters is None:
         return None
     if meters is not None:
-        watch(agent)
+        meters.watch(agent)
     return RunTrace(run, spans, meters, parent)
 
 
@@ -116,9 +116,10 @@ class RunTrace:
 
     def ended(self, result: Result | None, error: BaseException | None) -> None:
         """The run ended with ``result`` or raised ``error``: end every span it opened."""
-        for track in self.open:
-            self._end_unrecorded(track, error)
-        self.open.clear()
+        for track in list(self.open):
+            if track.end_ns is None:  # cut short (cancelled, a hook raised): no outcome
+                self._cut_short(track, error)
+            self._close(track, "stop")
         span = self.span
         if span is None:
             return
@@ -181,14 +182,12 @@ class RunTrace:
         """Await the provider ``call`` with the attempt's span current (for ``traceparent``)."""
         if track.span is None:
             return await call
-        context = api()[0].set_span_in_context(track.span, self.context)
-        from opentelemetry import context as otel_context
-
-        token = otel_context.attach(context)
+        trace, _, context = api()
+        token = context.attach(trace.set_span_in_context(track.span, self.context))
         try:
             return await call
         finally:
-            otel_context.detach(token)
+            context.detach(token)
 
     def attempt_ended(
         self,
@@ -198,21 +197,22 @@ class RunTrace:
         retry_after: float | None = None,
     ) -> None:
         """The attempt was recorded as ``attempt``; a failed one waits for :meth:`decided`."""
-        ok = attempt.error is None
         self._record(track, attempt)
         span = track.span
+        ok = attempt.error is None
         if span is not None:
             attrs = _outcome_attributes(attempt, response, retry_after)
-            if ok and response is not None and self.run.agent.capture_content:
-                attrs[n.OUTPUT_MESSAGES] = output_messages(response)
+            if ok:
+                attrs[n.DECISION] = "success"
+                if response is not None and self.run.agent.capture_content:
+                    attrs[n.OUTPUT_MESSAGES] = output_messages(response)
+            else:
+                span.set_status(api()[0].StatusCode.ERROR, attrs[n.ERROR_TYPE])
             span.set_attributes(attrs)
-            if not ok:
-                kind = type(attempt.error).__name__
-                span.set_status(api()[0].StatusCode.ERROR, kind)
         if ok:
-            self._decide(track, "success")
+            self._close(track, "success")
         else:
-            track.end_ns = time.time_ns()
+            track.end_ns = time.time_ns()  # its span ends then, once the decision is known
 
     def decided(self, attempt: Attempt, decision: str) -> None:
         """The engine decided what follows the failed ``attempt``: end its span."""
@@ -220,19 +220,22 @@ class RunTrace:
             if (
                 track.end_ns is not None
                 and track.number == attempt.attempt_number
-                and (track.described.attrs[n.PROVIDER] == attempt.agent)
+                and track.described.attrs[n.PROVIDER] == attempt.agent
             ):
-                self._decide(track, decision)
+                self._close(track, decision)
                 return
 
-    def _decide(self, track: AttemptTrack, decision: str) -> None:
+    def _close(self, track: AttemptTrack, decision: str) -> None:
+        """End the attempt's span (at the time the attempt ended) with ``decision`` on it."""
         self.open.remove(track)
         if self.meters is not None:
             labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: decision}
             self.meters.attempts.add(1, labels)
-        if track.span is not None:
-            track.span.set_attribute(n.DECISION, decision)
-            track.span.end(end_time=track.end_ns)
+        span = track.span
+        if span is not None:
+            if track.end_ns is not None:
+                span.set_attribute(n.DECISION, decision)
+            span.end(end_time=track.end_ns)
 
     def _record(self, track: AttemptTrack, attempt: Attempt) -> None:
         meters = self.meters
@@ -252,22 +255,13 @@ class RunTrace:
         if attempt.cost_usd:
             meters.cost.add(attempt.cost_usd, track.described.metric)
 
-    def _end_unrecorded(self, track: AttemptTrack, error: BaseException | None) -> None:
-        """An attempt the run left without a decision: cancelled, or a hook raised."""
-        span = track.span
-        if track.end_ns is not None:  # failed; the run ended before deciding: it stopped
-            if self.meters is not None:
-                labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: "stop"}
-                self.meters.attempts.add(1, labels)
-            if span is not None:
-                span.set_attribute(n.DECISION, "stop")
-                span.end(end_time=track.end_ns)
-            return
-        if span is not None:
+    def _cut_short(self, track: AttemptTrack, error: BaseException | None) -> None:
+        """An attempt the run left without its outcome: its span says what cut it short."""
+        track.end_ns = time.time_ns()
+        if track.span is not None:
             kind = type(error).__name__ if error is not None else "CancelledError"
-            span.set_attributes({n.ERROR_TYPE: kind, n.DECISION: "stop"})
-            span.set_status(api()[0].StatusCode.ERROR, kind)
-            span.end()
+            track.span.set_attribute(n.ERROR_TYPE, kind)
+            track.span.set_status(api()[0].StatusCode.ERROR, kind)
 
 
 def _outcome_attributes(
