@@ -13,7 +13,7 @@ B. S1 of ``providers_bench.py`` (healthy primary over loopback HTTP, sequential,
 Modes are interleaved batch by batch in one process (the machine is shared and
 noisy: ratios hold, absolute times drift); the medians are reported.
 
-    python bench/telemetry_overhead.py [--batches 40] [--calls 2000] [--rounds 12]
+    python bench/telemetry_overhead.py [--batches 40] [--calls 2000] [--rounds 40]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from orchestrator.telemetry import installed, spans
 from providers import FunctionProvider, OpenAIChat
 
 sys.path.insert(0, str(Path(__file__).parent))
-from providers_bench import KEY, Sim  # noqa: E402
+from providers_bench import KEY, Sim
 
 Call = Callable[[], Awaitable[object]]
 
@@ -66,10 +66,12 @@ async def interleaved(
         set_mode()
         await cpu_per_call(fn, max(20, calls // 10))
     runs: dict[str, list[float]] = {m: [] for m in modes}
+    order = list(modes.items())
     gc.disable()
     try:
-        for _ in range(batches):
-            for mode, set_mode in modes.items():
+        for i in range(batches):
+            # Alternate the order: whatever runs first after a collection pays for it.
+            for mode, set_mode in order if i % 2 else order[::-1]:
                 set_mode()
                 runs[mode].append(await cpu_per_call(fn, calls))
             gc.collect()
@@ -136,7 +138,7 @@ async def s1(rounds: int) -> dict[str, float]:
             "traces": sdk_mode(True, False),
             "traces+metrics": sdk_mode(True, True),
         }
-        return await interleaved(call, modes, rounds, 300)
+        return await interleaved(call, modes, rounds, 100)
     finally:
         sim.close()
         provider.shutdown()
@@ -161,6 +163,6 @@ if __name__ == "__main__":
     )
     ap.add_argument("--batches", type=int, default=40)
     ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=40)
     args = ap.parse_args()
     asyncio.run(main(args.batches, args.calls, args.rounds))

@@ -133,7 +133,7 @@ async def attempt(
         deadline = own if deadline is None or own < deadline else deadline
     response: Any = None
     error: BaseException | None = None
-    trace = run.trace
+    trace = run.log.trace
     track = None if trace is None else trace.attempt_started(child, number, request)
     try:
         call = run.delivery.call(child, request)

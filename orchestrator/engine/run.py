@@ -26,7 +26,7 @@ from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.errors import FallbackError, HookError, InvalidOutput
 from orchestrator.policy import RetryPolicy
-from orchestrator.telemetry.spans import RunTrace, observe
+from orchestrator.telemetry.spans import observe
 from orchestrator.types import Attempt, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -46,16 +46,7 @@ class _DeadlinePassed(Exception):
 class Run:
     """One ``FallbackAgent.run`` (or a nested chain inside one): children, retries, hand-overs."""
 
-    __slots__ = (
-        "agent",
-        "attempt_limit",
-        "deadline",
-        "delivery",
-        "log",
-        "request",
-        "schema",
-        "trace",
-    )
+    __slots__ = ("agent", "attempt_limit", "deadline", "delivery", "log", "request", "schema")
 
     def __init__(
         self,
@@ -70,7 +61,6 @@ class Run:
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
-        self.trace: RunTrace | None = None  # telemetry (orchestrator.telemetry), when on
 
     @classmethod
     def start(
@@ -96,7 +86,8 @@ class Run:
             deadline = _earliest(within.deadline, deadline)
             attempt_limit = _earliest(within.attempt_limit, attempt_limit)
         run = cls(agent, request, schema, deadline, attempt_limit, delivery)
-        run.trace = run.log.trace = observe(run, within.trace if within is not None else None)
+        # Telemetry (orchestrator.telemetry), when on: the log tells it of every attempt.
+        run.log.trace = observe(run, within.log.trace if within is not None else None)
         return run
 
     def elapsed(self) -> float:
@@ -111,8 +102,8 @@ class Run:
         nested inside it: that store already counted the call for its budget.
         """
         # -- telemetry: the run's span and its attempts' end here, however the run ends --
-        if self.trace is not None:
-            self.trace.started()
+        if self.log.trace is not None:
+            self.log.trace.started()
         try:
             result = await self._chain(counted_by)
         except BaseException as e:
@@ -124,8 +115,8 @@ class Run:
     def _ended(self, result: Result | None, error: BaseException | None) -> None:
         if self.log.pending is not None:
             self.decided("stop")  # the run ended before deciding (a hook raised, cancelled)
-        if self.trace is not None:
-            self.trace.ended(result, error)
+        if self.log.trace is not None:
+            self.log.trace.ended(result, error)
 
     def decided(self, decision: str) -> None:
         """What follows the last failed attempt (``retry``, ``fallback``, ``stop``): the
@@ -144,8 +135,8 @@ class Run:
             decision=decision,
             **events.attempt_fields(failed),
         )
-        if self.trace is not None:
-            self.trace.decided(failed, decision)
+        if self.log.trace is not None:
+            self.log.trace.decided(failed, decision)
 
     async def _chain(self, counted_by: object) -> Result:
         agent = self.agent
@@ -257,8 +248,8 @@ class Run:
             reason=reason,
             **events.error_fields(error),
         )
-        if self.trace is not None:
-            self.trace.fell_over(frm, to, reason)
+        if self.log.trace is not None:
+            self.log.trace.fell_over(frm, to, reason)
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await call_hook("on_fallback", agent.on_fallback, frm, to, error, *extra)
@@ -281,9 +272,8 @@ class Run:
         if self.log.deadline_passed:
             self.decided("stop")
             raise _DeadlinePassed
-        stops = self.delivery.committed(error) or not self.agent.classifier.hands_over(error)
-        self.decided("stop" if stops else "fallback")
         if self.delivery.committed(error):
+            self.decided("stop")
             events.emit(
                 "warning",
                 "terminal_error",
@@ -294,6 +284,7 @@ class Run:
             )
             raise error
         if not self.agent.classifier.hands_over(error):
+            self.decided("stop")
             events.emit(
                 "warning",
                 "terminal_error",
@@ -302,6 +293,7 @@ class Run:
                 **events.error_fields(error),
             )
             raise error
+        self.decided("fallback")
         return error
 
     # -- endings -------------------------------------------------------------
