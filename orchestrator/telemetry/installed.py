@@ -16,15 +16,15 @@ future API release no longer has the globals.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from orchestrator.telemetry.names import SCOPE
 
-__all__ = ["api", "meter_provider", "tracer"]
+__all__ = ["PerProvider", "api", "meter_provider", "tracer"]
 
 _api: Any = None  # (trace, metrics, context) once imported; False when not importable
-_tracer: tuple[object, Any] = (None, None)  # (provider, its tracer)
 _read_tracer_provider: Callable[[], Any] = lambda: None  # noqa: E731
 _read_meter_provider: Callable[[], Any] = lambda: None  # noqa: E731
 
@@ -67,19 +67,40 @@ def _sdk_only(provider: object) -> Any:
     return None if api_own else provider
 
 
+class PerProvider:
+    """What was made for the installed provider (a tracer, instruments), kept until another
+    provider is installed (the SDK allows one a process; tests install several)."""
+
+    __slots__ = ("_lock", "_made")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: tuple[object, Any] = (None, None)
+
+    def get(self, provider: object, make: Callable[[Any], Any]) -> Any:
+        """``make(provider)``, made once per provider."""
+        made = self._made
+        if provider is made[0]:
+            return made[1]
+        with self._lock:
+            if provider is not self._made[0]:
+                self._made = (provider, make(provider))
+            return self._made[1]
+
+
+_tracers = PerProvider()
+
+
 def tracer() -> Any:
     """The global provider's tracer, or ``None`` until an SDK tracer provider is installed."""
-    global _tracer
     if api() is None:
         return None
     provider = _read_tracer_provider()
-    if provider is None:
-        return None
-    if provider is _tracer[0]:
-        return _tracer[1]
-    found = provider.get_tracer(SCOPE) if _sdk_only(provider) is not None else None
-    _tracer = (provider, found)
-    return found
+    return None if provider is None else _tracers.get(provider, _sdk_tracer)
+
+
+def _sdk_tracer(provider: Any) -> Any:
+    return None if _sdk_only(provider) is None else provider.get_tracer(SCOPE)
 
 
 def meter_provider() -> Any:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
-from orchestrator.telemetry.installed import api, meter_provider
+from orchestrator.telemetry.installed import PerProvider, api, meter_provider
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -33,23 +33,14 @@ class Instruments:
     def __init__(self, meter: Any) -> None:
         #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
         self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
-        self.duration = meter.create_histogram(
-            n.METRIC_DURATION,
-            unit="s",
-            description="GenAI operation duration (one upstream attempt).",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        self.duration = _histogram(
+            meter, n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."
         )
-        self.tokens = meter.create_histogram(
-            n.METRIC_TOKENS,
-            unit="{token}",
-            description="Tokens used per attempt, by gen_ai.token.type.",
-            explicit_bucket_boundaries_advisory=n.TOKEN_BUCKETS,
+        self.tokens = _histogram(
+            meter, n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."
         )
-        self.first_chunk = meter.create_histogram(
-            n.METRIC_FIRST_CHUNK,
-            unit="s",
-            description="Time from the start of a streamed attempt to its first chunk.",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        self.first_chunk = _histogram(
+            meter, n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."
         )
         self.attempts = meter.create_counter(
             n.METRIC_ATTEMPTS,
@@ -101,19 +92,22 @@ class Instruments:
         return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
 
 
+def _histogram(meter: Any, name: str, unit: str, description: str) -> Any:
+    """A histogram with the bucket boundaries the GenAI conventions advise for its unit."""
+    buckets = n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+    return meter.create_histogram(
+        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+    )
+
+
 _lock = threading.Lock()
-_cache: tuple[object, Instruments | None] = (None, None)
+_instruments = PerProvider()
 
 
 def instruments() -> Instruments | None:
     """The instruments of the global meter provider, or ``None`` until an SDK one is installed."""
-    global _cache
     provider = meter_provider()
     if provider is None:
         return None
-    if provider is _cache[0]:
-        return _cache[1]
-    with _lock:
-        if provider is not _cache[0]:
-            _cache = (provider, Instruments(provider.get_meter(n.SCOPE)))
-        return _cache[1]
+    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE)))
+    return made
