@@ -8,7 +8,7 @@ never imports a provider package:
                             ``gcp.gemini``...); vendor HTTP providers set it
 ``gen_ai_operation_name``   ``gen_ai.operation.name`` (default ``chat``)
 ``model``                   ``gen_ai.request.model``
-``base_url``                ``server.address`` and ``server.port`` (only the
+``base_url`` (or ``url``)   ``server.address`` and ``server.port`` (only the
                             host and port are read: never user info or query)
 ==========================  ==================================================
 """
@@ -47,7 +47,7 @@ def provider_attributes(provider: Any) -> dict[str, str | int]:
     model = _text(getattr(provider, "model", None))
     if model:
         attrs[n.REQUEST_MODEL] = model
-    url = _text(getattr(provider, "base_url", None))
+    url = _text(getattr(provider, "base_url", None)) or _text(getattr(provider, "url", None))
     if url:
         try:
             parts = urlsplit(url)

@@ -57,7 +57,10 @@ def _described(agent: Any, child: Any) -> Described:
     cache: dict[str, Described] = agent.described
     found = cache.get(child.name)
     if found is None:
-        attrs = provider_attributes(child)
+        try:
+            attrs = provider_attributes(child)
+        except Exception:  # a provider's own property raised: telemetry never fails a call
+            attrs = {n.OPERATION_NAME: "chat", n.PROVIDER: str(child.name)}
         metric = {k: v for k, v in attrs.items() if k not in (n.SERVER_ADDRESS, n.SERVER_PORT)}
         found = cache[child.name] = Described(span_name(attrs), attrs, metric)
     return found

@@ -6,6 +6,7 @@ count, and checks the failover decision each attempt span carries.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -230,3 +231,60 @@ async def test_capture_content_is_opt_in(otel: Otel) -> None:
     assert span.attributes["gen_ai.system_instructions"] == "be brief"
     got = json.loads(str(span.attributes["gen_ai.output.messages"]))
     assert got[0]["role"] == "assistant" and got[0]["parts"][0]["content"] == "the reply"
+
+
+async def test_a_provider_whose_description_raises_is_still_called(otel: Otel) -> None:
+    class Odd:
+        name = "odd"
+
+        @property
+        def model(self) -> str:
+            raise RuntimeError("no model today")
+
+        async def complete(self, request: object) -> object:
+            from orchestrator import Response
+
+            return Response("fine")
+
+    result = await FallbackAgent([Odd()]).run("x")
+    assert result.text == "fine"
+    (span,) = otel.attempt_spans()
+    assert span.name == "chat" and span.attributes["failover.provider"] == "odd"
+
+
+async def test_generic_http_provider_names_its_server(otel: Otel) -> None:
+    from providers import HTTPFallback
+
+    async with SimulatedServer() as sim:
+        provider = HTTPFallback(sim.http_url + "?token=secret-in-query", allow_insecure_http=True)
+        await FallbackAgent([provider]).run("x")
+    (span,) = otel.attempt_spans()
+    assert span.attributes["server.address"] == "127.0.0.1"
+    assert span.attributes["server.port"] == sim.port
+    assert "secret-in-query" not in repr(dict(span.attributes or {}))
+
+
+async def test_100_calls_in_flight_each_attempt_under_its_own_run(otel: Otel) -> None:
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", Fault.flaky(0.4, seed=11, fault=Fault.status(503)))
+        agent = FallbackAgent(
+            [openai(sim), anthropic(sim)], max_retries=1, retry_strategy="none", name="busy"
+        )
+        results = await asyncio.gather(*(agent.run(f"call {i}") for i in range(100)))
+        requests = upstream(sim)
+        sent = [r["headers"]["traceparent"] for r in sim.requests("openai")]
+    assert len(results) == 100
+    runs = {s.context.span_id: s for s in otel.run_spans()}
+    attempts = otel.attempt_spans()
+    assert len(runs) == 100 and len(attempts) == requests
+    per_run: dict[int, int] = {}
+    for span in attempts:
+        assert span.parent is not None and span.parent.span_id in runs
+        assert span.context.trace_id == runs[span.parent.span_id].context.trace_id
+        per_run[span.parent.span_id] = per_run.get(span.parent.span_id, 0) + 1
+    for run_id, run in runs.items():
+        assert run.attributes["failover.attempts"] == per_run[run_id]
+    # Every request carried the span of its own attempt.
+    openai_spans = {f"{s.context.span_id:016x}" for s in attempts if s.name == "chat gpt-sim"}
+    assert {t.split("-")[2] for t in sent} == openai_spans
+    assert not otel.open_spans.open
