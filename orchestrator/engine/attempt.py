@@ -137,8 +137,8 @@ async def attempt(
     track = None if trace is None else trace.attempt_started(child, number, request)
     try:
         call = run.delivery.call(child, request)
-        if trace is not None and track is not None:
-            call = trace.within(track, call)  # its span current: traceparent goes out
+        if track is not None:
+            call = track.within(call)  # its span current: traceparent goes out
         if deadline is None:
             response = await call
         else:
@@ -157,8 +157,8 @@ async def attempt(
         if isinstance(response, Response):
             result, error = await _check(run, child.name, response, number, wall, duration)
             if result is not None:
-                if trace is not None and track is not None:
-                    trace.attempt_ended(track, run.log.attempts[-1], response)
+                if track is not None:
+                    track.ended(run.log.attempts[-1], response)
                 return result
         else:
             error = InvalidOutput(
@@ -168,9 +168,8 @@ async def attempt(
             response = None
     assert error is not None
     _record_failure(run, child.name, error, (number, wall, duration), response, policy, probe)
-    if trace is not None and track is not None:
-        retry_after = policy.retry_after_of(error)
-        trace.attempt_ended(track, run.log.attempts[-1], response, retry_after)
+    if track is not None:
+        track.ended(run.log.attempts[-1], response, policy.retry_after_of(error))
     return error
 
 

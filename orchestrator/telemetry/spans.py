@@ -80,14 +80,29 @@ def observe(run: Run, parent: RunTrace | None) -> RunTrace | None:
 
 
 class AttemptTrack:
-    """One attempt's span (``None`` when only metrics are on) and what its metrics need."""
+    """One attempt's span (``None`` when only metrics are on) and what its metrics need;
+    the engine calls :meth:`within` around the provider call and :meth:`ended` after it."""
 
-    __slots__ = ("described", "end_ns", "first_chunk", "number", "span", "started")
+    __slots__ = ("described", "end_ns", "first_chunk", "number", "owner", "span", "started")
 
-    def __init__(self, described: Described, number: int, started: float, span: Any) -> None:
-        self.described, self.number, self.started, self.span = described, number, started, span
+    def __init__(
+        self, owner: RunTrace, described: Described, number: int, started: float, span: Any
+    ) -> None:
+        self.owner, self.described, self.number = owner, described, number
+        self.started, self.span = started, span
         self.first_chunk: float | None = None
         self.end_ns: int | None = None
+
+    def within(self, call: Awaitable[T]) -> Awaitable[T]:
+        """``call`` awaited with this attempt's span current (HTTP providers send its
+        ``traceparent``)."""
+        return call if self.span is None else self.owner.within(self, call)
+
+    def ended(
+        self, attempt: Attempt, response: Response | None, retry_after: float | None = None
+    ) -> None:
+        """The attempt was recorded as ``attempt``; see :meth:`RunTrace.attempt_ended`."""
+        self.owner.attempt_ended(self, attempt, response, retry_after)
 
 
 class RunTrace:
@@ -172,7 +187,7 @@ class RunTrace:
             span = self.tracer.start_span(
                 described.name, context=self.context, kind=kind, attributes=attrs
             )
-        track = AttemptTrack(described, number, self.run.agent.clock.now(), span)
+        track = AttemptTrack(self, described, number, self.run.agent.clock.now(), span)
         self.open.append(track)
         if self.meters is not None and hasattr(self.run.delivery, "on_chunk"):
             self.run.delivery.on_chunk = lambda: self._first_chunk(track)
@@ -183,8 +198,6 @@ class RunTrace:
 
     async def within(self, track: AttemptTrack, call: Awaitable[T]) -> T:
         """Await the provider ``call`` with the attempt's span current (for ``traceparent``)."""
-        if track.span is None:
-            return await call
         trace, _, context = api()
         token = context.attach(trace.set_span_in_context(track.span, self.context))
         try:

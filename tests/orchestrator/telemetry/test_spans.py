@@ -288,3 +288,44 @@ async def test_100_calls_in_flight_each_attempt_under_its_own_run(otel: Otel) ->
     openai_spans = {f"{s.context.span_id:016x}" for s in attempts if s.name == "chat gpt-sim"}
     assert {t.split("-")[2] for t in sent} == openai_spans
     assert not otel.open_spans.open
+
+
+async def test_outcomes_stopped_and_best_effort(otel: Otel) -> None:
+    from orchestrator import Stop
+    from orchestrator.errors import ServerError
+    from orchestrator.function import FunctionProvider
+
+    def down(request: object) -> str:
+        raise ServerError("down")
+
+    children = [FunctionProvider(down, name="a"), FunctionProvider(down, name="b")]
+    stopped = FallbackAgent(children, max_retries=0, before_fallback=lambda r, why: Stop("no"))
+    assert (await stopped.run("x")).stopped is not None
+    best = FallbackAgent(children, max_retries=0, best_effort=lambda attempts: "sorry")
+    assert (await best.run("x")).best_effort
+    outcomes = [s.attributes["failover.outcome"] for s in otel.run_spans()]
+    assert outcomes == ["stopped", "best_effort"]
+
+
+async def test_events_carry_the_attempt_spans_fields(otel: Otel) -> None:
+    from orchestrator.testing import capture_events
+
+    async with SimulatedServer() as sim:
+        sim.script("openai", [Fault.status(503), Fault.status(401)])
+        sim.script("anthropic", [Fault.ok(usage=(4, 2))])
+        agent = FallbackAgent([openai(sim), anthropic(sim)], max_retries=1, retry_strategy="none")
+        with capture_events() as events:
+            await agent.run("x")
+    attempt_events = [e for e in events if e["event"].startswith("attempt_")]
+    spans = sorted(otel.attempt_spans(), key=lambda s: s.start_time or 0)
+    assert len(attempt_events) == len(spans) == 3
+    for event, span in zip(attempt_events, spans, strict=True):
+        attrs = span.attributes or {}
+        assert event["child"] == attrs["failover.provider"]
+        assert event["attempt"] == attrs["failover.attempt.number"]
+        assert event["decision"] == attrs["failover.decision"]
+        assert event.get("reason") == attrs.get("failover.reason")
+        assert event.get("error_type") == attrs.get("error.type")
+        assert event.get("input_tokens") == attrs.get("gen_ai.usage.input_tokens")
+        assert event.get("output_tokens") == attrs.get("gen_ai.usage.output_tokens")
+        assert event.get("cost_usd") == attrs.get("failover.cost_usd")
