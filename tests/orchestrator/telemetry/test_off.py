@@ -38,3 +38,19 @@ async def test_no_run_observer_without_the_api(monkeypatch: pytest.MonkeyPatch) 
     assert installed.tracer() is None and installed.meter_provider() is None
     agent = FallbackAgent([FunctionProvider(lambda r: "ok", name="f")])
     assert (await agent.run("x")).text == "ok"
+
+
+def test_public_api_is_exactly_all() -> None:
+    import orchestrator.telemetry as telemetry
+
+    modules = {
+        "describe",
+        "installed",
+        "instruments",
+        "names",
+        "prometheus",
+        "propagation",
+        "spans",
+    }
+    public = {n for n in dir(telemetry) if not n.startswith("_")} - {"annotations"} - modules
+    assert set(telemetry.__all__) == public
