@@ -11,6 +11,13 @@ Event names: ``attempt_failed``, ``attempt_succeeded``, ``retry_scheduled``,
 ``agent`` (the chain), ``child``, ``to``, ``attempt``, ``error_kind``, ``error_type``,
 ``reason``, ``why``, ``delay``. Events
 carry no request text and no secret: only names, numbers and error types.
+
+The attempt events carry what the attempt's span carries (see
+:mod:`orchestrator.telemetry`): ``decision`` (``success``, ``retry``,
+``fallback``, ``stop``: what the engine did next; ``attempt_failed`` is emitted
+once it is decided, just before ``retry_scheduled``, ``fallback`` or
+``terminal_error``), ``reason``, ``input_tokens`` / ``output_tokens`` and
+``cost_usd`` when the provider reported them, and ``duration``.
 """
 
 from __future__ import annotations
@@ -22,8 +29,17 @@ from typing import Any
 import structlog
 
 from orchestrator.errors import describe
+from orchestrator.types import Attempt
 
-__all__ = ["emit", "enable", "enabled", "is_enabled", "LOGGER_NAME"]
+__all__ = [
+    "LOGGER_NAME",
+    "attempt_fields",
+    "emit",
+    "enable",
+    "enabled",
+    "error_fields",
+    "is_enabled",
+]
 
 LOGGER_NAME = "orchestrator"
 _forced: bool | None = None
@@ -68,3 +84,18 @@ def emit(level: str, event: str, **fields: Any) -> None:
 def error_fields(error: BaseException | None) -> dict[str, Any]:
     """The safe description of an error for an event: kind and type, never its arguments."""
     return {} if error is None else describe(error)
+
+
+def attempt_fields(attempt: Attempt) -> dict[str, Any]:
+    """An attempt's outcome for its event: reason and error, tokens and cost when known."""
+    fields: dict[str, Any] = {}
+    if attempt.reason is not None:
+        fields["reason"] = attempt.reason
+    if attempt.usage is not None:
+        fields["input_tokens"] = attempt.usage.input_tokens
+        fields["output_tokens"] = attempt.usage.output_tokens
+    if attempt.cost_usd is not None:
+        fields["cost_usd"] = attempt.cost_usd
+    if attempt.error is not None:
+        fields.update(describe(attempt.error))
+    return fields

@@ -74,6 +74,12 @@ class FallbackAgent:
     ``hedge_after`` (seconds, or ``"p95"``: adaptive) and ``max_hedges`` start the
     next child in parallel when the current one is slow to its first content
     (:mod:`orchestrator.engine.hedging`). All three are off by default.
+
+    When an OpenTelemetry SDK is installed, each run is a span with one CLIENT
+    span per attempt, and metrics are recorded (:mod:`orchestrator.telemetry`);
+    ``tracing=False`` turns the spans off for this agent, ``capture_content=True``
+    adds prompts and replies to the attempt spans (off by default: they may
+    hold personal data).
     """
 
     def __init__(
@@ -108,6 +114,8 @@ class FallbackAgent:
         idle_timeout: float | timedelta | None = None,
         hedge_after: float | timedelta | str | None = None,
         max_hedges: int = 1,
+        tracing: bool = True,
+        capture_content: bool = False,
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -163,6 +171,11 @@ class FallbackAgent:
         self.best_effort = best_effort
         self.health_store = _health_store(health)
         self.rng = rng or random.Random()
+        # OpenTelemetry (orchestrator.telemetry): spans when an SDK is installed, unless
+        # tracing=False; prompts and replies on them only with capture_content=True.
+        self.tracing = bool(tracing)
+        self.capture_content = bool(capture_content)
+        self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
 
     async def run(
         self,

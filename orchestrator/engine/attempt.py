@@ -29,6 +29,7 @@ from orchestrator.types import Attempt, Request, Response, Result
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
     from orchestrator.policy import RetryPolicy
+    from orchestrator.telemetry.spans import RunTrace
 
 __all__ = [
     "AttemptLog",
@@ -104,11 +105,12 @@ class AttemptLog:
     ``note`` waits for the next recorded attempt (a half-open probe, a last-resort
     call); ``deadline_passed`` is set when an attempt ran into the run's deadline;
     ``verdict`` is what the latest attempt says of its provider's health (see
-    :func:`report_call`). A nested chain keeps a log of its own, added to the
-    outer one when it ends.
+    :func:`report_call`). ``pending`` is the index of a failed attempt whose
+    decision (retry, fallback, stop) is not made yet (``Run.decided``). A nested
+    chain keeps a log of its own, added to the outer one when it ends.
     """
 
-    __slots__ = ("attempts", "deadline_passed", "note", "started", "verdict")
+    __slots__ = ("attempts", "deadline_passed", "note", "pending", "started", "trace", "verdict")
 
     def __init__(self, started: float) -> None:
         self.started = started
@@ -116,11 +118,15 @@ class AttemptLog:
         self.note: str | None = None
         self.deadline_passed = False
         self.verdict: Verdict | None = None
+        self.pending: int | None = None
+        self.trace: RunTrace | None = None  # the run's telemetry, when on
 
     def add(self, attempt: Attempt) -> None:
         """Record ``attempt`` (built with the pending ``note``, which it uses up)."""
         self.attempts.append(attempt)
         self.note = None
+        if self.trace is not None and attempt.attempt_number == 0:
+            self.trace.skipped(attempt)  # skipped without a request: an event on the run span
 
     def amend_last(self, **changes: Any) -> None:
         """Amend the last attempt (why nothing followed it; a refusal found later)."""
@@ -152,14 +158,19 @@ async def attempt(
         deadline = own if deadline is None or own < deadline else deadline
     response: Any = None
     error: BaseException | None = None
+    trace = run.log.trace
+    track = None if trace is None else trace.attempt_started(child, number, request)
     try:
+        call = run.delivery.call(child, request)
+        if track is not None:
+            call = track.within(call)  # its span current: traceparent goes out
         if deadline is None:
-            response = await run.delivery.call(child, request)
+            response = await call
         else:
             cm = clock.timeout_at(deadline)
             try:
                 async with cm:
-                    response = await run.delivery.call(child, request)
+                    response = await call
             except TimeoutError:
                 if not getattr(cm, "expired", lambda: False)():
                     raise
@@ -171,6 +182,8 @@ async def attempt(
         if isinstance(response, Response):
             result, error = await _check(run, child.name, response, number, wall, duration)
             if result is not None:
+                if track is not None:
+                    track.ended(run.log.attempts[-1], response)
                 return result
         else:
             error = InvalidOutput(
@@ -180,6 +193,8 @@ async def attempt(
             response = None
     assert error is not None
     _record_failure(run, child.name, error, (number, wall, duration), response, policy, probe)
+    if track is not None:
+        track.ended(run.log.attempts[-1], response, policy.retry_after_of(error))
     return error
 
 
@@ -234,6 +249,8 @@ async def _check(
         child=name,
         attempt=number,
         duration=duration,
+        decision="success",
+        **events.attempt_fields(attempt),
     )
     return result, None
 
@@ -265,16 +282,8 @@ def _record_failure(
             # The probe got an answer (refused, off-schema, a guardrail): the provider is
             # up. Resolve the probe so the circuit does not stay half-open.
             log.verdict = SUCCEEDED
-    events.emit(
-        "info",
-        "attempt_failed",
-        agent=run.agent.name,
-        child=name,
-        attempt=number,
-        reason=reason,
-        duration=duration,
-        **events.error_fields(error),
-    )
+    # Its ``attempt_failed`` event waits for the decision that follows (Run.decided).
+    log.pending = len(log.attempts) - 1
 
 
 def report_call(run: Run, name: str) -> None:

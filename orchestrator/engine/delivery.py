@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from orchestrator.errors import Rejected, StreamInterrupted
@@ -60,11 +60,13 @@ class Streamed:
     assistant's prefix, so the consumer never sees text twice.
     """
 
-    __slots__ = ("delivered", "mode", "sink")
+    __slots__ = ("delivered", "mode", "on_chunk", "sink")
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
+        #: Told of the next attempt's first chunk (telemetry: time to first chunk), then unset.
+        self.on_chunk: Callable[[], None] | None = None
 
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked."""
@@ -123,6 +125,9 @@ class Streamed:
                 if isinstance(item, Response):
                     final = item
                 elif item:
+                    if self.on_chunk is not None:
+                        self.on_chunk()
+                        self.on_chunk = None
                     self.delivered.append(item)
                     self.sink.put_nowait(item)
         if final is None:

@@ -228,6 +228,7 @@ def _retrying(run: Run, name: str, policy: RetryPolicy, stop: stop_base) -> Asyn
         return err is not None and run.retryable(err, policy)
 
     async def before_sleep(state: RetryCallState) -> None:
+        run.decided("retry")  # the failed attempt's event and span say what follows it
         err = state.outcome.exception() if state.outcome is not None else None
         n, delay = state.attempt_number, state.upcoming_sleep
         events.emit(

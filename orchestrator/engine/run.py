@@ -27,6 +27,7 @@ from orchestrator.engine.classify import describe, reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.errors import FallbackError, HookError, InvalidOutput
 from orchestrator.policy import RetryPolicy
+from orchestrator.telemetry.spans import observe
 from orchestrator.types import Attempt, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -85,7 +86,10 @@ class Run:
         if within is not None:
             deadline = _earliest(within.deadline, deadline)
             attempt_limit = _earliest(within.attempt_limit, attempt_limit)
-        return cls(agent, request, schema, deadline, attempt_limit, delivery)
+        run = cls(agent, request, schema, deadline, attempt_limit, delivery)
+        # Telemetry (orchestrator.telemetry), when on: the log tells it of every attempt.
+        run.log.trace = observe(run, within.log.trace if within is not None else None)
+        return run
 
     def elapsed(self) -> float:
         return self.agent.clock.now() - self.log.started
@@ -98,6 +102,44 @@ class Run:
         ``counted_by`` is the outer chain's health store when this chain runs
         nested inside it: that store already counted the call for its budget.
         """
+        # -- telemetry: the run's span and its attempts' end here, however the run ends --
+        if self.log.trace is not None:
+            self.log.trace.started()
+        try:
+            result = await self._chain(counted_by)
+        except BaseException as e:
+            self._ended(None, e)
+            raise
+        self._ended(result, None)
+        return result
+
+    def _ended(self, result: Result | None, error: BaseException | None) -> None:
+        if self.log.pending is not None:
+            self.decided("stop")  # the run ended before deciding (a hook raised, cancelled)
+        if self.log.trace is not None:
+            self.log.trace.ended(result, error)
+
+    def decided(self, decision: str) -> None:
+        """What follows the last failed attempt (``retry``, ``fallback``, ``stop``): the
+        attempt's ``attempt_failed`` event and span carry it."""
+        index, self.log.pending = self.log.pending, None
+        if index is None:
+            return
+        failed = self.log.attempts[index]
+        events.emit(
+            "info",
+            "attempt_failed",
+            agent=self.agent.name,
+            child=failed.agent,
+            attempt=failed.attempt_number,
+            duration=failed.duration,
+            decision=decision,
+            **events.attempt_fields(failed),
+        )
+        if self.log.trace is not None:
+            self.log.trace.decided(failed, decision)
+
+    async def _chain(self, counted_by: object) -> Result:
         agent = self.agent
         store = agent.health_store
         if store is not None and store is not counted_by:
@@ -203,6 +245,8 @@ class Run:
             reason=reason,
             **events.error_fields(error),
         )
+        if self.log.trace is not None:
+            self.log.trace.fell_over(frm, to, reason)
         if agent.on_fallback is not None:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await watch_hook(self, "on_fallback", agent.on_fallback, frm, to, error, *extra)
@@ -242,8 +286,10 @@ class Run:
     def leave(self, name: str, error: BaseException) -> BaseException:
         """The child is done with ``error``: hand over (return it) or stop (raise it)."""
         if self.log.deadline_passed:
+            self.decided("stop")
             raise _DeadlinePassed
         if self.delivery.committed(error):
+            self.decided("stop")
             events.emit(
                 "warning",
                 "terminal_error",
@@ -254,6 +300,7 @@ class Run:
             )
             raise error
         if not self.agent.classifier.hands_over(error):
+            self.decided("stop")
             events.emit(
                 "warning",
                 "terminal_error",
@@ -262,6 +309,7 @@ class Run:
                 **events.error_fields(error),
             )
             raise error
+        self.decided("fallback")
         return error
 
     # -- endings -------------------------------------------------------------

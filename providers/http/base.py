@@ -29,6 +29,7 @@ from orchestrator.errors import (
 from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
+from orchestrator.telemetry import trace_headers
 from orchestrator.types import Response, Usage
 from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
@@ -256,6 +257,11 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         cls = type(self).__name__
         return f"{cls}(model={self.model!r}, name={self.name!r}, base_url={self._display_url!r})"
 
+    @property
+    def gen_ai_provider_name(self) -> str:
+        """``gen_ai.provider.name`` on this provider's spans (:mod:`orchestrator.telemetry`)."""
+        return _GEN_AI_PROVIDER_NAMES.get(self.family, self.family)
+
     def secrets(self) -> tuple[Secret, ...]:
         """What messages must mask: the key last sent (given or from the environment),
         the key given, and the URL's and extra headers' credentials."""
@@ -336,7 +342,7 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         ``max_response_bytes`` the whole body and so each line and event
         (``ResponseTooLarge``).
         """
-        headers = self.request_headers()
+        headers = trace_headers(self.request_headers())
         transport = self._transport or shared_client()
         limit = self.max_response_bytes
         failure: ProviderError | None = None
@@ -414,6 +420,10 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         )
         err.__cause__ = redacted(exc, self.secrets())
         return err
+
+
+#: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.
+_GEN_AI_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
 
 
 def _whole(data: str) -> bool:

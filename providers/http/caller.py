@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator.errors import ProviderError, UnusableError
 from orchestrator.secrets import Secret
+from orchestrator.telemetry import trace_headers
 from providers.http.body import BodyTooLarge
 from providers.http.client import ClientHolder, RawReply, TransportError, shared_client
 from providers.http.errors import map_transport_error, redacted, short
@@ -67,7 +68,7 @@ class HTTPCaller(ClientHolder):
         failure: ProviderError | None = None
         try:
             return await transport.post(
-                url, headers, body, self.timeout, max_bytes=self.max_response_bytes
+                url, trace_headers(headers), body, self.timeout, max_bytes=self.max_response_bytes
             )
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc

@@ -75,3 +75,41 @@ def test_capture_events_restores_the_structlog_configuration_it_found(clock: Fak
         structlog.reset_defaults()
         if was_configured:
             structlog.configure(**saved)
+
+
+async def test_attempt_events_carry_the_attempt_spans_fields(clock: FakeClock) -> None:
+    from orchestrator import Response, Usage
+
+    agent = FallbackAgent(
+        [
+            Scripted("a", [ServerError("down"), AuthenticationFailed("no")]),
+            Scripted("b", [Response("ok", Usage(7, 3), cost_usd=0.25)]),
+        ],
+        max_retries=1,
+        retry_delay=1.0,
+        clock=clock,
+    )
+    with capture_events() as events:
+        await agent.run("x")
+    attempts = [e for e in events if e["event"].startswith("attempt_")]
+    assert [(e["child"], e["attempt"], e["decision"]) for e in attempts] == [
+        ("a", 1, "retry"),
+        ("a", 2, "fallback"),
+        ("b", 1, "success"),
+    ]
+    assert attempts[0]["reason"] == "error" and attempts[1]["reason"] == "unusable"
+    assert attempts[1]["error_type"] == "AuthenticationFailed"
+    won = attempts[2]
+    assert (won["input_tokens"], won["output_tokens"], won["cost_usd"]) == (7, 3, 0.25)
+
+
+async def test_a_terminal_attempt_is_decided_stop(clock: FakeClock) -> None:
+    from orchestrator.errors import InvalidRequest
+
+    agent = FallbackAgent(
+        [Scripted("a", [InvalidRequest("bad")]), Scripted("b", ["ok"])], clock=clock
+    )
+    with capture_events() as events, pytest.raises(InvalidRequest):
+        await agent.run("x")
+    names = [(e["event"], e.get("decision")) for e in events]
+    assert names == [("attempt_failed", "stop"), ("terminal_error", None)]

@@ -155,6 +155,7 @@ def test_public_api_is_exactly_all() -> None:
         "cli",
         "units",
         "tokens",
+        "telemetry",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

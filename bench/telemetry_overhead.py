@@ -1,0 +1,168 @@
+"""Telemetry overhead: the CPU OpenTelemetry adds per healthy call.
+
+A. No I/O (a no-op async FunctionProvider, as ``engine_overhead.py``): the CPU
+   per ``FallbackAgent.run`` with ``opentelemetry-api`` installed but no SDK,
+   minus the same without the API. Target: under 2 us.
+B. S1 of ``providers_bench.py`` (healthy primary over loopback HTTP, sequential,
+   the simulator in its own process): the CPU per call with the SDK installed
+   (a ``TracerProvider`` with a ``BatchSpanProcessor``; its exporter drops the
+   spans, so the figure is ours and the SDK's, not a wire format's), then with
+   an SDK ``MeterProvider`` too, against telemetry off. Target for traces: at
+   most 15% added to S1's CPU per call.
+
+Modes are interleaved batch by batch in one process (the machine is shared and
+noisy: ratios hold, absolute times drift); the medians are reported.
+
+    python bench/telemetry_overhead.py [--batches 40] [--calls 2000] [--rounds 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from orchestrator import FallbackAgent, Request
+from orchestrator.telemetry import installed, spans
+from providers import FunctionProvider, OpenAIChat
+
+sys.path.insert(0, str(Path(__file__).parent))
+from providers_bench import KEY, Sim
+
+Call = Callable[[], Awaitable[object]]
+
+
+class Dropped(SpanExporter):
+    """Exports nowhere: what is measured is the engine, the SDK and the batch processor."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+async def cpu_per_call(fn: Call, calls: int) -> float:
+    t0 = time.process_time_ns()
+    for _ in range(calls):
+        await fn()
+    return (time.process_time_ns() - t0) / calls / 1000.0  # microseconds
+
+
+async def interleaved(
+    fn: Call, modes: dict[str, Callable[[], None]], batches: int, calls: int
+) -> dict[str, float]:
+    """Median CPU us per call of ``fn`` under each mode (each mode's setter run before)."""
+    for set_mode in modes.values():  # warm up every path
+        set_mode()
+        await cpu_per_call(fn, max(20, calls // 10))
+    runs: dict[str, list[float]] = {m: [] for m in modes}
+    order = list(modes.items())
+    gc.disable()
+    try:
+        for i in range(batches):
+            # Alternate the order: whatever runs first after a collection pays for it.
+            for mode, set_mode in order if i % 2 else order[::-1]:
+                set_mode()
+                runs[mode].append(await cpu_per_call(fn, calls))
+            gc.collect()
+    finally:
+        gc.enable()
+    return {m: statistics.median(v) for m, v in runs.items()}
+
+
+def api_mode(present: bool) -> Callable[[], None]:
+    def set_mode() -> None:
+        installed._api = None if present else False
+
+    return set_mode
+
+
+def sdk_mode(traces: bool, meters: bool) -> Callable[[], None]:
+    def set_mode() -> None:
+        installed._api = None
+        spans.tracer = installed.tracer if traces else _none  # type: ignore[assignment]
+        spans.instruments = _instruments if meters else _none  # type: ignore[assignment]
+
+    return set_mode
+
+
+def _none() -> Any:
+    return None
+
+
+_instruments = spans.instruments
+
+
+async def noop(request: Request) -> str:
+    return "ok"
+
+
+async def no_io(batches: int, calls: int) -> dict[str, float]:
+    agent = FallbackAgent([FunctionProvider(noop, name="ok")], max_retries=2)
+    request = Request("ping")
+
+    async def call() -> object:
+        return await agent.run(request)
+
+    modes = {"no api": api_mode(False), "api, no sdk": api_mode(True)}
+    return await interleaved(call, modes, batches, calls)
+
+
+async def s1(rounds: int) -> dict[str, float]:
+    trace.set_tracer_provider(provider := TracerProvider())
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+    sim = Sim()
+    try:
+        sim.default("ok")
+        agent = FallbackAgent(
+            [OpenAIChat("m", base_url=sim.url + "/openai/v1", api_key=KEY, name="primary")],
+            max_retries=0,
+        )
+
+        async def call() -> object:
+            return await agent.run("ping")
+
+        modes = {
+            "off": sdk_mode(False, False),
+            "traces": sdk_mode(True, False),
+            "traces+metrics": sdk_mode(True, True),
+        }
+        return await interleaved(call, modes, rounds, 100)
+    finally:
+        sim.close()
+        provider.shutdown()
+
+
+async def main(batches: int, calls: int, rounds: int) -> None:
+    a = await no_io(batches, calls)
+    added = a["api, no sdk"] - a["no api"]
+    print(f"A. no I/O, FallbackAgent.run without the API:   {a['no api']:7.2f} us CPU/call")
+    print(f"   with opentelemetry-api, no SDK:            +{added:6.2f} us CPU/call (< 2)")
+    b = await s1(rounds)
+    off = b["off"]
+    print(f"B. S1, telemetry off (no SDK):                 {off:7.1f} us CPU/call")
+    for mode in ("traces", "traces+metrics"):
+        pct = (b[mode] - off) / off * 100
+        print(f"   SDK {mode + ':':<27}{b[mode]:10.1f} us CPU/call ({pct:+5.1f}%; traces <= 15%)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--batches", type=int, default=40)
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=40)
+    args = ap.parse_args()
+    asyncio.run(main(args.batches, args.calls, args.rounds))

@@ -1,0 +1,111 @@
+"""Whether OpenTelemetry is importable, and the tracer and meter provider to use right now.
+
+The library way: spans and metrics go through the *global* tracer and meter
+providers, which are no-ops until the application installs an SDK. While they
+are (or while ``opentelemetry-api`` is missing) the engine skips telemetry
+entirely. ``opentelemetry`` is imported on the first run, never by
+``import orchestrator``.
+
+Checking costs well under a microsecond: the API keeps the installed providers
+in module globals, read here directly. Its public getters also look up an
+environment variable on every call (about 1 us each on a loaded machine), so
+they are used only when that variable names a provider to load, or when a
+future API release no longer has the globals.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.telemetry.names import SCOPE
+
+__all__ = ["PerProvider", "api", "meter_provider", "tracer"]
+
+_api: Any = None  # (trace, metrics, context) once imported; False when not importable
+_read_tracer_provider: Callable[[], Any] = lambda: None  # noqa: E731
+_read_meter_provider: Callable[[], Any] = lambda: None  # noqa: E731
+
+
+def api() -> Any:
+    """``(opentelemetry.trace, opentelemetry.metrics, opentelemetry.context)``, or ``None``
+    without the API."""
+    global _api, _read_tracer_provider, _read_meter_provider
+    if _api is None:
+        try:
+            from opentelemetry import context, metrics, trace
+            from opentelemetry.metrics import _internal as metrics_internal
+        except ImportError:
+            _api = False
+        else:
+            _read_tracer_provider = _reader(
+                trace, "_TRACER_PROVIDER", trace.get_tracer_provider, "OTEL_PYTHON_TRACER_PROVIDER"
+            )
+            _read_meter_provider = _reader(
+                metrics_internal,
+                "_METER_PROVIDER",
+                metrics.get_meter_provider,
+                "OTEL_PYTHON_METER_PROVIDER",
+            )
+            _api = (trace, metrics, context)
+    return _api or None
+
+
+def _reader(module: Any, name: str, getter: Callable[[], Any], env: str) -> Callable[[], Any]:
+    """A reader of the installed provider (``None`` while none is), as cheap as it can be."""
+    if env in os.environ or not hasattr(module, name):
+        return lambda: _sdk_only(getter())
+    return lambda: getattr(module, name)
+
+
+def _sdk_only(provider: object) -> Any:
+    # The API package only defines no-op and proxy providers: any other is an SDK's.
+    module = type(provider).__module__
+    api_own = module.startswith("opentelemetry.trace") or module.startswith("opentelemetry.metrics")
+    return None if api_own else provider
+
+
+class PerProvider:
+    """What was made for the installed provider (a tracer, instruments), kept until another
+    provider is installed (the SDK allows one a process; tests install several)."""
+
+    __slots__ = ("_lock", "_made")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._made: tuple[object, Any] = (None, None)
+
+    def get(self, provider: object, make: Callable[[Any], Any]) -> Any:
+        """``make(provider)``, made once per provider."""
+        made = self._made
+        if provider is made[0]:
+            return made[1]
+        with self._lock:
+            if provider is not self._made[0]:
+                self._made = (provider, make(provider))
+            return self._made[1]
+
+
+_tracers = PerProvider()
+
+
+def tracer() -> Any:
+    """The global provider's tracer, or ``None`` until an SDK tracer provider is installed."""
+    if api() is None:
+        return None
+    provider = _read_tracer_provider()
+    return None if provider is None else _tracers.get(provider, _sdk_tracer)
+
+
+def _sdk_tracer(provider: Any) -> Any:
+    return None if _sdk_only(provider) is None else provider.get_tracer(SCOPE)
+
+
+def meter_provider() -> Any:
+    """The global meter provider, or ``None`` until an SDK meter provider is installed."""
+    if api() is None:
+        return None
+    provider = _read_meter_provider()
+    return None if provider is None else _sdk_only(provider)

@@ -1,0 +1,113 @@
+"""The metrics: GenAI client metrics and ours, through the global meter provider.
+
+Instruments are made once per meter provider (the application's SDK one) and
+recorded from the engine's run observer (:mod:`orchestrator.telemetry.spans`).
+``failover.circuit.state`` is an observable gauge read from the health stores of
+the agents that ran since the meter provider was installed; its callback only reads
+each store's local view (``snapshot``: no network I/O, also for Redis).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.telemetry import names as n
+from orchestrator.telemetry.installed import PerProvider, api, meter_provider
+
+if TYPE_CHECKING:
+    from orchestrator.engine.agent import FallbackAgent
+
+__all__ = ["Instruments", "instruments"]
+
+Attrs = Mapping[str, str | int]
+
+
+class Instruments:
+    """The metric instruments of one meter, and how the engine records into them."""
+
+    __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens", "watched")
+
+    def __init__(self, meter: Any) -> None:
+        #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
+        self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
+        self.duration = _histogram(
+            meter, n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."
+        )
+        self.tokens = _histogram(
+            meter, n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."
+        )
+        self.first_chunk = _histogram(
+            meter, n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."
+        )
+        self.attempts = meter.create_counter(
+            n.METRIC_ATTEMPTS,
+            unit="{attempt}",
+            description="Attempts, by provider and failover decision.",
+        )
+        self.fallbacks = meter.create_counter(
+            n.METRIC_FALLBACKS,
+            unit="{fallback}",
+            description="Hand-overs from one child to the next, by reason.",
+        )
+        self.cost = meter.create_counter(
+            n.METRIC_COST, unit="USD", description="Cost of attempts, by provider and model."
+        )
+        meter.create_observable_gauge(
+            n.METRIC_CIRCUIT,
+            callbacks=[self._circuit_states],
+            unit="1",
+            description="Circuit state by provider: 0 closed, 1 half-open, 2 open.",
+        )
+
+    def fallback(self, frm: str, to: str, reason: str) -> None:
+        """One hand-over from ``frm`` to ``to``."""
+        self.fallbacks.add(1, {n.FROM: frm, n.TO: to, n.REASON: reason})
+
+    def watch(self, agent: FallbackAgent) -> None:
+        """Report ``agent``'s circuits in ``failover.circuit.state``."""
+        if agent.health_store is not None and agent not in self.watched:
+            with _lock:
+                self.watched.add(agent)
+
+    def _circuit_states(self, options: Any) -> Iterable[Any]:
+        """The gauge's callback (on the reader's thread): each watched provider's circuit,
+        the worst state any store reports when agents with different stores share a name."""
+        with _lock:
+            agents = list(self.watched)
+        states: dict[str, int] = {}
+        for agent in agents:
+            store = agent.health_store
+            for child in agent.children:
+                if store is None or hasattr(child, "members"):  # a nested chain reports its own
+                    continue
+                try:
+                    state = n.CIRCUIT_STATES.get(store.snapshot(child.name).state, 0)
+                except Exception:  # a store must not break the exporter
+                    continue
+                states[child.name] = max(state, states.get(child.name, 0))
+        observation = api()[1].Observation
+        return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
+
+
+def _histogram(meter: Any, name: str, unit: str, description: str) -> Any:
+    """A histogram with the bucket boundaries the GenAI conventions advise for its unit."""
+    buckets = n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+    return meter.create_histogram(
+        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+    )
+
+
+_lock = threading.Lock()
+_instruments = PerProvider()
+
+
+def instruments() -> Instruments | None:
+    """The instruments of the global meter provider, or ``None`` until an SDK one is installed."""
+    provider = meter_provider()
+    if provider is None:
+        return None
+    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE)))
+    return made

@@ -1,0 +1,134 @@
+"""Metrics through the global meter provider: GenAI client metrics and ours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orchestrator import FallbackAgent, FallbackError
+from orchestrator.health import MemoryHealthStore, RedisHealthStore
+from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
+from tests.orchestrator.health.redis.conftest import RedisServer
+from tests.orchestrator.telemetry.conftest import Otel
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def by_attrs(points: list[Any]) -> dict[frozenset[tuple[str, Any]], Any]:
+    return {frozenset(dict(p.attributes).items()): p for p in points}
+
+
+async def test_attempts_fallbacks_durations_tokens_and_cost(otel: Otel) -> None:
+    async with SimulatedServer() as sim:
+        sim.script("openai", [Fault.status(503), Fault.status(503)])
+        sim.script("anthropic", [Fault.ok(usage=(10, 5))])
+        agent = FallbackAgent(
+            [
+                OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY),
+                AnthropicMessages(
+                    "claude-sim", base_url=sim.anthropic_url, api_key=KEY, price=(3.0, 15.0)
+                ),
+            ],
+            max_retries=1,
+            retry_strategy="none",
+        )
+        await agent.run("x")
+    attempts = by_attrs(otel.points("failover.attempts"))
+    assert {k: p.value for k, p in attempts.items()} == {
+        frozenset({("failover.provider", "openai:gpt-sim"), ("failover.decision", "retry")}): 1,
+        frozenset({("failover.provider", "openai:gpt-sim"), ("failover.decision", "fallback")}): 1,
+        frozenset(
+            {("failover.provider", "anthropic:claude-sim"), ("failover.decision", "success")}
+        ): 1,
+    }
+    (fallback,) = otel.points("failover.fallbacks")
+    assert dict(fallback.attributes) == {
+        "failover.from": "openai:gpt-sim",
+        "failover.to": "anthropic:claude-sim",
+        "failover.reason": "error",
+    }
+    assert fallback.value == 1
+    durations = by_attrs(otel.points("gen_ai.client.operation.duration"))
+    openai_failed = frozenset(
+        {
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.provider.name", "openai"),
+            ("gen_ai.request.model", "gpt-sim"),
+            ("failover.provider", "openai:gpt-sim"),
+            ("error.type", "ServerError"),
+        }
+    )
+    assert durations[openai_failed].count == 2
+    anthropic_ok = frozenset(
+        {
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.provider.name", "anthropic"),
+            ("gen_ai.request.model", "claude-sim"),
+            ("failover.provider", "anthropic:claude-sim"),
+        }
+    )
+    assert durations[anthropic_ok].count == 1
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")
+    }
+    assert tokens["input"].sum == 10 and tokens["output"].sum == 5
+    (cost,) = otel.points("failover.cost")
+    assert cost.value == pytest.approx((10 * 3.0 + 5 * 15.0) / 1e6)
+    assert dict(cost.attributes)["gen_ai.request.model"] == "claude-sim"
+
+
+async def test_metrics_without_a_tracer_provider(meter_with: Any) -> None:
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meter_with(reader)
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", Fault.status(503))
+        agent = FallbackAgent(
+            [OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)], max_retries=0
+        )
+        with pytest.raises(FallbackError):
+            await agent.run("x")
+    data = reader.get_metrics_data()
+    names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    assert {"failover.attempts", "gen_ai.client.operation.duration"} <= names
+
+
+def circuit_states(otel: Otel) -> dict[str, int]:
+    return {
+        p.attributes["failover.provider"]: p.value for p in otel.points("failover.circuit.state")
+    }
+
+
+async def test_circuit_state_gauge_from_the_memory_store(otel: Otel) -> None:
+    store = MemoryHealthStore()
+    async with SimulatedServer() as sim:
+        primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+        backup = AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key=KEY)
+        agent = FallbackAgent([primary, backup], health=store)
+        await agent.run("x")
+        assert circuit_states(otel) == {"openai:gpt-sim": 0, "anthropic:claude-sim": 0}
+        store.record_failure(primary.name, retry_after=60.0)
+        assert circuit_states(otel) == {"openai:gpt-sim": 2, "anthropic:claude-sim": 0}
+
+
+@pytest.mark.redis
+async def test_circuit_state_gauge_from_the_redis_store(
+    otel: Otel, redis_server: RedisServer, prefix: str
+) -> None:
+    store = RedisHealthStore(redis_server.url, key_prefix=prefix)
+    try:
+        async with SimulatedServer() as sim:
+            primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+            agent = FallbackAgent([primary], health=store)
+            await agent.run("x")
+            store.record_failure(primary.name, retry_after=60.0)
+            # The reader collects on another thread, as a periodic reader or a scrape does:
+            # the callback reads the store's local view, without touching the network.
+            import asyncio
+
+            states = await asyncio.to_thread(circuit_states, otel)
+            assert states == {"openai:gpt-sim": 2}
+    finally:
+        await store.aclose()
