@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator import events
 from orchestrator.engine.classify import reason_of
@@ -37,8 +37,11 @@ __all__ = [
     "report_call",
     "schema_adapter",
     "schema_json",
+    "skip",
     "skipped",
 ]
+
+E = TypeVar("E", bound=BaseException)
 
 
 async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
@@ -173,7 +176,14 @@ async def _check(
     log = run.log
     text = run.delivery.text(response)
     value = None
-    if run.schema is not None:
+    if run.request.tools or response.tool_calls:
+        from orchestrator.tools import tool_call_error  # only runs with tools pay the import
+
+        refused = tool_call_error(run.request, response.tool_calls, name)
+        if refused is not None:
+            return None, refused
+    # A reply that calls tools is a step of the loop, not the answer the schema describes.
+    if run.schema is not None and not response.tool_calls:
         try:
             value = schema_adapter(run.schema).validate_json(text)
         except Exception as e:
@@ -275,14 +285,23 @@ def skipped(run: Run, name: str, open_until: float | None) -> CircuitOpen:
     """Record that ``name`` was skipped, its circuit open; the error to hand over with."""
     error = CircuitOpen("skipped: circuit open", provider=name)
     note = f"open until {open_until:.3f}" if open_until else None
-    run.log.add(Attempt(name, error, 0, run.agent.clock.wall(), 0.0, "circuit_open", note=note))
+    return skip(run, name, error, note)
+
+
+def skip(run: Run, name: str, error: E, note: str | None = None) -> E:
+    """Record that ``name`` was skipped without a request; returns ``error`` to hand over with.
+
+    The attempt is number 0, its reason from ``error``'s class (``circuit_open``,
+    ``unsupported``...)."""
+    reason = reason_of(error)
+    run.log.add(Attempt(name, error, 0, run.agent.clock.wall(), 0.0, reason, note=note))
     events.emit(
         "info",
         "attempt_failed",
         agent=run.agent.name,
         child=name,
         attempt=0,
-        reason="circuit_open",
+        reason=reason,
         **events.error_fields(error),
     )
     return error

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.engine.attempt import attempt, call_hook, report_call
 from orchestrator.engine.retrying import retry
 from orchestrator.engine.run import Run, Via
-from orchestrator.errors import FallbackError, Rejected
+from orchestrator.errors import FallbackError, Rejected, ToolsUnsupported
 from orchestrator.policy import RetryPolicy
 from orchestrator.types import Request, Result
 
@@ -38,6 +38,17 @@ class ProviderChild:
 
     def admit(self, store: HealthStore) -> Admission:
         return store.admit(self.name)
+
+    def can_serve(self, request: Request) -> BaseException | None:
+        """Why the provider cannot take ``request`` at all (skipped without a request), or None.
+
+        A request with tools needs a provider that takes them: one whose
+        ``supports_tools`` is false (``HTTPFallback`` by default, the coding-agent
+        CLIs) is skipped with ``ToolsUnsupported``. Absent means it does.
+        """
+        if request.tools and not getattr(self.provider, "supports_tools", True):
+            return ToolsUnsupported("skipped: this provider cannot take tools", provider=self.name)
+        return None
 
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """Try the provider (and retry it); a Result, or the error to hand over with.
@@ -91,6 +102,10 @@ class ChainChild:
         return self.agent.name
 
     def admit(self, store: HealthStore) -> None:
+        return None
+
+    def can_serve(self, request: Request) -> BaseException | None:
+        """Always None: the inner chain's own children are checked when it runs."""
         return None
 
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:

@@ -20,6 +20,7 @@ from orchestrator.engine.attempt import (
     AttemptLog,
     call_hook,
     schema_json,
+    skip,
     skipped,
 )
 from orchestrator.engine.classify import describe, reason_of
@@ -79,6 +80,10 @@ class Run:
                 json_schema=schema_json(schema),
                 schema_name=getattr(schema, "__name__", "Output"),
             )
+        if request.tools:
+            from orchestrator.tools import check_tools  # only runs with tools pay the import
+
+            check_tools(request.tools)  # a bad schema is the caller's error: before the clock
         deadline = None if limit is None else agent.clock.now() + limit
         attempt_limit = agent.attempt_timeout
         if within is not None:
@@ -108,6 +113,10 @@ class Run:
         try:
             for idx, child in enumerate(agent.members):
                 via: Via = "closed"
+                unfit = child.can_serve(self.request)
+                if unfit is not None:  # e.g. tools it cannot take: hand over without a request
+                    last_error, prev = skip(self, child.name, unfit), child.name
+                    continue
                 adm = child.admit(store) if store is not None else None
                 if adm is not None and not adm.allowed:
                     # A skipped child hands over like a failed one (reason circuit_open),
