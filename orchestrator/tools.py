@@ -57,7 +57,7 @@ def _validator(tool: Tool) -> Any:
     _check_size(tool)
     cls = jsonschema.validators.validator_for(tool.parameters)
     try:
-        cls.check_schema(tool.parameters)
+        cls.check_schema(dict(tool.parameters))
     except jsonschema.SchemaError as exc:
         raise ValueError(
             f"Tool {tool.name!r}: parameters is not a valid JSON schema: {exc.message}"

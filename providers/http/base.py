@@ -27,7 +27,7 @@ from orchestrator.errors import (
     StreamInterrupted,
 )
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
-from orchestrator.types import Response, Usage
+from orchestrator.types import Response, ToolCall, Usage
 from orchestrator.units import seconds
 from providers.http.body import (
     ACCEPT_ENCODING,
@@ -263,7 +263,14 @@ class VendorProvider(HTTPCaller):
         self._headers = (key, headers)
         return headers
 
-    def response(self, text: str, usage: Usage | None, model: Any, finish_reason: Any) -> Response:
+    def response(
+        self,
+        text: str,
+        usage: Usage | None,
+        model: Any,
+        finish_reason: Any,
+        tool_calls: tuple[ToolCall, ...] = (),
+    ) -> Response:
         """The final Response, with the cost when ``price`` is set (``model`` and
         ``finish_reason`` as the reply gave them: kept only when strings)."""
         return Response(
@@ -272,6 +279,7 @@ class VendorProvider(HTTPCaller):
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             cost_usd=cost_of(usage, self.price),
+            tool_calls=tool_calls,
         )
 
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:

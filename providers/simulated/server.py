@@ -80,6 +80,7 @@ _WIRES: dict[str, Wire] = {
     "/http/complete": HTTPWire(),
 }
 _GEMINI = GeminiWire()
+_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI)}
 _GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 FaultLike = Fault | Mapping[str, Any] | str
@@ -197,6 +198,12 @@ class SimulatedServer:
             }
             for method, path, query, headers, body in records
         ]
+
+    def tools(self, route: str) -> list[list[str]]:
+        """The names of the tools each request on ``route`` offered, oldest first
+        (``[]`` for a request without tools), whatever the route's wire format."""
+        wire = _BY_ROUTE[check_route(route)]
+        return [wire.tool_names(r["body"] or {}) for r in self.requests(route)]
 
     def pending(self, route: str) -> int:
         """How many scripted faults ``route`` has not used yet."""
