@@ -86,7 +86,12 @@ class CLIAgent:
     ``max_output_bytes`` is read and dropped, and the call is ``ResponseTooLarge``
     (an ``InvalidOutput`` that falls over at once, as an HTTP reply over
     ``max_response_bytes`` does): a cut answer is never passed on as if it were whole.
+    A CLI agent cannot take the caller's tools (``supports_tools`` is false): a
+    request with tools skips it without starting the process.
     """
+
+    #: The engine skips a provider that cannot take a request's tools (ToolsUnsupported).
+    supports_tools = False
 
     def __init__(
         self,

@@ -300,3 +300,40 @@ async def test_a_stream_cut_inside_a_tool_call_is_interrupted(sim: SimulatedServ
             async for item in provider(route, sim).stream(ask()):  # type: ignore[attr-defined]
                 items.append(item)
         assert [type(i) for i in items if i] == [ToolCallDelta, ToolCallDelta]
+
+
+async def test_http_fallback_without_declared_support_is_skipped_cli_agents_too(
+    sim: SimulatedServer,
+) -> None:
+    from orchestrator import FallbackAgent
+    from providers import CLIAgent, HTTPFallback
+
+    sim.script("openai", [Fault.ok(tool_calls=SCRIPTED[:1])])
+    cli = CLIAgent(["sh", "-c", "echo started > /dev/stderr; exit 1"], name="cli")
+    agent = FallbackAgent([HTTPFallback(sim.http_url), cli, provider("openai", sim)])
+    result = await agent.run(ask())
+    assert [(a.agent, a.reason) for a in result.failed_attempts] == [
+        (f"http:127.0.0.1:{sim.port}", "unsupported"),
+        ("cli", "unsupported"),
+    ]
+    assert sim.count("http") == 0 and result.tool_calls[0].arguments == {"city": "Paris"}
+
+
+async def test_http_fallback_with_declared_support_sends_tools_and_reads_calls(
+    sim: SimulatedServer,
+) -> None:
+    from providers import HTTPFallback
+
+    sim.script("http", [Fault.ok(tool_calls=SCRIPTED[:1])])
+    response = await HTTPFallback(sim.http_url, supports_tools=True).complete(
+        Request(messages=history(), tools=[WEATHER], tool_choice="auto")
+    )
+    assert response.tool_calls[0].name == "get_weather"
+    body = sim.requests("http")[0]["body"]
+    assert sim.tools("http") == [["get_weather"]] and body["tool_choice"] == "auto"
+    assert body["messages"][1]["tool_calls"][0] == {
+        "id": "call_a",
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }
+    assert body["messages"][2]["tool_call_id"] == "call_a"
