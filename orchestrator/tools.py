@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from orchestrator.errors import InvalidOutput
+from orchestrator.errors import InvalidOutput, InvalidRequest
 from orchestrator.types import Request, Tool, ToolCall
 
 __all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "check_tools", "tool_call_error"]
@@ -102,12 +102,30 @@ def tool_call_error(
                 names = ", ".join(offered) or "none"
                 problem = f"the reply calls tool {call.name!r}, not offered (offered: {names})"
                 break
-            error = next(iter(_validator(tool).iter_errors(dict(call.arguments))), None)
-            if error is not None:
-                where = "/".join(map(str, error.absolute_path)) or "(root)"
-                problem = (
-                    f"tool {call.name!r} arguments do not match its schema at {where}: "
-                    f"{error.validator} check failed"
-                )
+            problem = _argument_error(tool, call, provider)
+            if problem is not None:
                 break
     return None if problem is None else InvalidOutput(problem, provider=provider)
+
+
+def _argument_error(tool: Tool, call: ToolCall, provider: str) -> str | None:
+    """What is wrong with ``call``'s arguments under ``tool``'s schema, or None.
+
+    A schema that cannot be applied (a ``$ref`` that resolves nowhere: nothing
+    is fetched) is the request's fault, not the reply's: ``InvalidRequest``.
+    """
+    try:
+        error = next(iter(_validator(tool).iter_errors(dict(call.arguments))), None)
+    except Exception as exc:
+        raise InvalidRequest(
+            f"tool {tool.name!r}: its parameters schema cannot be applied "
+            f"({type(exc).__name__}); fix the schema",
+            provider=provider,
+        ) from None
+    if error is None:
+        return None
+    where = "/".join(map(str, error.absolute_path)) or "(root)"
+    return (
+        f"tool {call.name!r} arguments do not match its schema at {where}: "
+        f"{error.validator} check failed"
+    )

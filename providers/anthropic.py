@@ -129,8 +129,8 @@ class AnthropicMessages(VendorProvider):
         if isinstance(data, Mapping) and data.get("stop_reason") == "refusal":
             raise _refusal(self.name)
         content = dig(data, "content")
-        if not isinstance(content, list) or len(content) > MAX_TOOL_CALLS + 16:
-            raise Missing("reply has no content list (of a sane length)")
+        if not isinstance(content, list):
+            raise Missing("reply has no content list")
         texts: list[str] = []
         calls: list[ToolCall] = []
         given: Any = _NONE
@@ -142,6 +142,8 @@ class AnthropicMessages(VendorProvider):
                 given = b.get("input", _NONE) if given is _NONE else given
             elif kind == "tool_use":
                 calls.append(tool_call(b.get("id"), b.get("name"), b.get("input")))
+        if len(calls) > MAX_TOOL_CALLS:
+            raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
         if given is not _NONE:
             text = json.dumps(given)
         elif answer is not None and not calls:
@@ -209,6 +211,7 @@ class _StreamState:
         self.parts: list[str] = []
         self.calls = ToolCallAssembler()
         self.blocks: dict[Any, str | int] = {}  # content block index -> "text", "answer", call #
+        self.tools = 0  # tool_use blocks (not the answer's) so far
         self.input_tokens = self.output_tokens = 0
         self.saw_usage = False
         self.model: str | None = None
@@ -240,7 +243,7 @@ class _StreamState:
         if self.answer is not None and block.get("name") == self.answer:
             self.blocks[index] = "answer"
             return None
-        number = len([b for b in self.blocks.values() if isinstance(b, int)])
+        number, self.tools = self.tools, self.tools + 1
         self.blocks[index] = number
         return self.calls.add(ToolCallDelta(number, block.get("id"), block.get("name")))
 

@@ -246,3 +246,16 @@ async def test_text_is_still_continued_when_no_tool_call_started() -> None:
     seen, result = await stream_all(FallbackAgent([a, b], max_retries=0), mid_stream="continue")
     assert seen == ["Hel", "lo"] and result.text == "Hello"
     assert b.requests[0].messages[-1].content == "Hel"
+
+
+async def test_a_schema_that_cannot_be_applied_stops_the_run_as_invalid_request() -> None:
+    from orchestrator.errors import InvalidRequest
+
+    remote = Tool("t", "", {"type": "object", "properties": {"a": {"$ref": "https://x.test/a"}}})
+    a, b = (
+        Scripted("a", [Response("", tool_calls=(ToolCall("c", "t", {"a": 1}),))]),
+        Scripted("b", ["x"]),
+    )
+    with pytest.raises(InvalidRequest, match="cannot be applied"):
+        await FallbackAgent([a, b]).run(Request("hi", tools=[remote]))
+    assert b.calls == 0  # the request's fault: no other provider would do better

@@ -337,3 +337,33 @@ async def test_http_fallback_with_declared_support_sends_tools_and_reads_calls(
         "arguments": {"city": "Paris"},
     }
     assert body["messages"][2]["tool_call_id"] == "call_a"
+
+
+def test_the_chain_file_declares_tool_support_for_an_http_provider(tmp_path: Any) -> None:
+    from orchestrator.config import load_config
+
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        "providers:\n"
+        "  plain: {type: http, url: 'http://127.0.0.1:9/complete'}\n"
+        "  tools: {type: http, url: 'http://127.0.0.1:9/complete', supports_tools: true}\n"
+        "agents:\n"
+        "  main: {providers: [plain, tools]}\n"
+    )
+    providers = load_config(path, environ={}).providers
+    assert (providers["plain"].supports_tools, providers["tools"].supports_tools) == (False, True)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_more_tool_calls_than_a_reply_can_hold_is_invalid_output(
+    sim: SimulatedServer, route: str, stream: bool
+) -> None:
+    many = [{"name": "get_time", "arguments": {}}] * 129
+    sim.script(route, [Fault.ok(tool_calls=many)])
+    p = provider(route, sim)
+    with pytest.raises(InvalidOutput, match="128"):
+        if stream:
+            await streamed(p, ask())
+        else:
+            await p.complete(ask())
