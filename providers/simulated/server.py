@@ -33,6 +33,9 @@ http         ``POST /http/complete``: JSON in, ``{"text": ...}`` out
 
 Each route answers every request with the next fault of its script, and with
 its default (``Fault.ok()`` unless set) once the script is used up.
+``Fault.ok(tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}}])``
+makes the model call tools, in each route's own format (JSON and SSE);
+:meth:`SimulatedServer.tools` lists the tools each request offered.
 
 Script file format (``--script FILE``): a JSON object mapping a route to a list
 of fault specs, consumed in order, plus an optional ``"defaults"`` object
