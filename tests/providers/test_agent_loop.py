@@ -61,7 +61,7 @@ async def test_the_readme_loop_falls_over_between_vendors_mid_loop(
     assert claude[2]["content"][0]["tool_use_id"] == first_id
     # Gemini got both calls as functionCall parts and the results under the function's name.
     turns = sim.requests("gemini")[0]["body"]["contents"]
-    assert [list(p)[0] for t in turns for p in t["parts"]] == [
+    assert [next(iter(p)) for t in turns for p in t["parts"]] == [
         "text",
         "functionCall",
         "functionResponse",

@@ -185,16 +185,20 @@ class ResponsesWire(Wire):
             _event(1, "response.in_progress", {"response": pending}),
         ]
 
+    def _calls_only(self, call: Call, usage: tuple[int, int], terminate: bool) -> list[bytes]:
+        """The stream of a reply that only calls tools (no message item)."""
+        events = self._opening(call) + self._call_events(call, 2, 0, terminate)
+        if terminate:
+            final = self.reply(call, "", usage)
+            last = 2 + 5 * len(call.tool_calls)
+            events.append(_event(last, "response.completed", {"response": final}))
+        return events
+
     def stream(
         self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
     ) -> list[bytes]:
         if call.tool_calls and not any(pieces):
-            events = self._opening(call) + self._call_events(call, 2, 0, terminate)
-            if terminate:
-                items = self.reply(call, "", usage)
-                done = 2 + 5 * len(call.tool_calls)
-                events.append(_event(done, "response.completed", {"response": items}))
-            return events
+            return self._calls_only(call, usage, terminate)
         events = self._opening(call)
         item_id = f"msg_sim{call.seq}"
         where = {"item_id": item_id, "output_index": 0, "content_index": 0}

@@ -87,7 +87,7 @@ async def test_arguments_that_are_not_json_are_invalid_output(
 ) -> None:
     sim.script(route, [Fault.ok(tool_calls=[{"name": "get_weather", "arguments": '{"city": '}])])
     p = provider(route, sim)
-    with pytest.raises(InvalidOutput, match="get_weather.* not a JSON object") as info:
+    with pytest.raises(InvalidOutput, match=r"get_weather.* not a JSON object") as info:
         if stream:
             await streamed(p, ask())
         else:
