@@ -153,6 +153,7 @@ def test_public_api_is_exactly_all() -> None:
         "config",
         "cli",
         "units",
+        "tools",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers
