@@ -1,7 +1,9 @@
 """``AnthropicMessages``: the Anthropic Messages API (``POST {base_url}/v1/messages``).
 
 Structured output is a single forced tool named after the schema: its
-``tool_use.input`` comes back as JSON text. A trailing assistant message is
+``tool_use.input`` comes back as JSON text. The request's own tools travel
+beside it (``tool_use`` blocks of other tools are tool calls); tool results
+go back as ``tool_result`` blocks of one user turn. A trailing assistant message is
 sent as a prefill (continue from this prefix) and only the new text is returned.
 """
 
@@ -12,11 +14,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, PositiveInt, given
-from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
+from orchestrator.errors import GuardrailTriggered, ProviderError
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, Usage
+from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
 from providers.http.base import (
-    BAD_SHAPE,
     Missing,
     VendorProvider,
     VendorSettings,
@@ -27,6 +28,7 @@ from providers.http.base import (
 )
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
+from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
 
 __all__ = ["AnthropicMessages", "AnthropicSpec"]
 
@@ -85,25 +87,23 @@ class AnthropicMessages(VendorProvider):
     def map_error(self, status: int, headers: Mapping[str, str], body: Any) -> ProviderError:
         return map_anthropic_error(status, headers, body, provider=self.name, key=self.secrets())
 
-    def payload(self, request: Request, *, stream: bool) -> tuple[dict[str, Any], _Prefill]:
-        """The Messages request body, and the prefill bookkeeping for the reply."""
+    def payload(
+        self, request: Request, *, stream: bool
+    ) -> tuple[dict[str, Any], _Prefill, str | None]:
+        """The Messages request body, the prefill bookkeeping for the reply, and the
+        name of the answer tool that carries structured output (None without a schema)."""
         system = [request.system] if request.system else []
-        messages: list[dict[str, str]] = []
-        for m in request.messages:
-            if m.role == "system":
-                system.append(m.content)
-            else:
-                role = "assistant" if m.role == "assistant" else "user"
-                messages.append({"role": role, "content": m.content})
+        messages = _messages(request, system)
         trimmed = ""
         if messages and messages[-1]["role"] == "assistant":
             content = messages[-1]["content"]
-            kept = content.rstrip()
-            trimmed = content[len(kept) :]
-            if kept:
-                messages[-1] = {"role": "assistant", "content": kept}
-            else:
-                messages.pop()
+            if isinstance(content, str):  # a prefill; an assistant turn of tool calls is not
+                kept = content.rstrip()
+                trimmed = content[len(kept) :]
+                if kept:
+                    messages[-1] = {"role": "assistant", "content": kept}
+                else:
+                    messages.pop()
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
@@ -115,35 +115,40 @@ class AnthropicMessages(VendorProvider):
             body["temperature"] = request.temperature
         if request.stop:
             body["stop_sequences"] = list(request.stop)
-        if request.json_schema is not None:
-            tool = schema_name(request.schema_name)
-            body["tools"] = [
-                {
-                    "name": tool,
-                    "description": "Give the answer as this tool's input.",
-                    "input_schema": dict(request.json_schema),
-                }
-            ]
-            body["tool_choice"] = {"type": "tool", "name": tool}
+        answer = _add_tools(body, request)
         if stream:
             body["stream"] = True
-        return body, _Prefill(trimmed)
+        return body, _Prefill(trimmed), answer
 
-    def parse(self, data: Any, json_mode: bool, prefill: _Prefill) -> Response:
-        """The Response for a Messages reply (raises on refusal or a missing field)."""
+    def parse(self, data: Any, answer: str | None, prefill: _Prefill) -> Response:
+        """The Response for a Messages reply (raises on refusal or a missing field).
+
+        ``answer`` names the tool whose input is the structured output, if any;
+        every other ``tool_use`` block is a tool call.
+        """
         if isinstance(data, Mapping) and data.get("stop_reason") == "refusal":
             raise _refusal(self.name)
         content = dig(data, "content")
         if not isinstance(content, list):
             raise Missing("reply has no content list")
-        blocks = [b for b in content if isinstance(b, Mapping)]
-        if json_mode:
-            tool = next((b for b in blocks if b.get("type") == "tool_use"), None)
-            if tool is None or "input" not in tool:
-                raise Missing("reply has no tool_use block with an input (structured output)")
-            text = json.dumps(tool["input"])
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        given: Any = _NONE
+        for b in content:
+            kind = b.get("type") if isinstance(b, Mapping) else None
+            if kind == "text":
+                texts.append(str(b.get("text", "")))
+            elif kind == "tool_use" and answer is not None and b.get("name") == answer:
+                given = b.get("input", _NONE) if given is _NONE else given
+            elif kind == "tool_use":
+                calls.append(tool_call(b.get("id"), b.get("name"), b.get("input")))
+        if len(calls) > MAX_TOOL_CALLS:
+            raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
+        if given is not _NONE:
+            text = json.dumps(given)
+        elif answer is not None and not calls:
+            raise Missing("reply has no tool_use block with an input (structured output)")
         else:
-            texts = (str(b.get("text", "")) for b in blocks if b.get("type") == "text")
             text = prefill.new_text("".join(texts))
         usage = data.get("usage")
         return self.response(
@@ -153,27 +158,25 @@ class AnthropicMessages(VendorProvider):
             else None,
             data.get("model"),
             data.get("stop_reason"),
+            tuple(calls),
         )
 
     async def complete(self, request: Request) -> Response:
         """One Messages call; every failure raised as an ``orchestrator.errors`` class."""
-        payload, prefill = self.payload(request, stream=False)
+        payload, prefill, answer = self.payload(request, stream=False)
         data = await self.post_json(self._url, payload)
-        return self.parsed(self.parse, data, request.json_schema is not None, prefill)
+        return self.parsed(self.parse, data, answer, prefill)
 
-    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
-        """Yield text (or, for structured output, tool-input JSON) deltas, then the Response.
+    async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
+        """Yield text (or, for structured output, tool-input JSON) and tool-call deltas,
+        then the Response.
 
         Ends cleanly only on ``message_stop``; otherwise ``StreamInterrupted``.
         An ``error`` event is mapped like an HTTP error of its type.
         """
-        payload, prefill = self.payload(request, stream=True)
-        json_mode = request.json_schema is not None
-        parts: list[str] = []
-        input_tokens = output_tokens = 0
-        saw_usage = done = False
-        model: str | None = None
-        stop: str | None = None
+        payload, prefill, answer = self.payload(request, stream=True)
+        state = _StreamState(answer, prefill)
+        done = False
         async for event in self.post_events(self._url, payload):
             data = await self.event_json(event)
             kind = data.get("type", event.event) if isinstance(data, Mapping) else None
@@ -182,40 +185,154 @@ class AnthropicMessages(VendorProvider):
                 break
             if kind == "error":
                 raise map_anthropic_error(None, {}, data, provider=self.name, key=self.secrets())
-            text = ""
-            failure: InvalidOutput | None = None
-            try:
-                if kind == "message_start":
-                    message = dig(data, "message", what="stream event")
-                    model = message.get("model")
-                    usage = message.get("usage") or {}
-                    input_tokens = tokens(usage.get("input_tokens"))
-                    output_tokens = tokens(usage.get("output_tokens"))
-                    saw_usage = "input_tokens" in usage
-                elif kind == "content_block_delta":
-                    delta = dig(data, "delta", what="stream event")
-                    piece = delta.get("partial_json") if json_mode else delta.get("text")
-                    text = piece if isinstance(piece, str) else ""
-                    text = text if json_mode else prefill.new_text(text)
-                elif kind == "message_delta":
-                    stop = dig(data, "delta", what="stream event").get("stop_reason") or stop
-                    if stop == "refusal":
-                        raise _refusal(self.name)
-                    usage = data.get("usage") or {}
-                    output_tokens = tokens(usage.get("output_tokens") or output_tokens)
-            except BAD_SHAPE as exc:
-                failure = self.invalid(exc)
-            if failure is not None:
-                raise failure  # not in the except block, where exc would be the context
-            if text:
-                parts.append(text)
-                yield text
+            item = self.parsed(state.read, kind, data)
+            if kind == "message_delta" and state.stop == "refusal":
+                raise _refusal(self.name)
+            if item:
+                yield item
         if not done:
-            raise self.unfinished(parts, "message_stop")
-        if json_mode and not parts:
+            raise self.unfinished(state.parts, "message_stop")
+        if answer is not None and not state.parts and not state.calls:
             raise self.empty_stream("tool input (structured output)")
-        usage_out = Usage(input_tokens, output_tokens) if saw_usage else None
-        yield self.response("".join(parts), usage_out, model, stop)
+        usage_out = Usage(state.input_tokens, state.output_tokens) if state.saw_usage else None
+        text = "".join(state.parts)
+        calls = self.parsed(state.calls.calls)
+        yield self.response(text, usage_out, state.model, state.stop, calls)
+
+
+_NONE: Any = object()
+
+
+class _StreamState:
+    """What a Messages stream has said so far; :meth:`read` takes one event."""
+
+    def __init__(self, answer: str | None, prefill: _Prefill) -> None:
+        self.answer, self.prefill = answer, prefill
+        self.parts: list[str] = []
+        self.calls = ToolCallAssembler()
+        self.blocks: dict[Any, str | int] = {}  # content block index -> "text", "answer", call #
+        self.tools = 0  # tool_use blocks (not the answer's) so far
+        self.input_tokens = self.output_tokens = 0
+        self.saw_usage = False
+        self.model: str | None = None
+        self.stop: str | None = None
+
+    def read(self, kind: Any, data: Any) -> str | ToolCallDelta | None:
+        """The text or tool-call delta one event carries, if any (bookkeeping the rest)."""
+        if kind == "message_start":
+            message = dig(data, "message", what="stream event")
+            self.model = message.get("model")
+            usage = message.get("usage") or {}
+            self.input_tokens = tokens(usage.get("input_tokens"))
+            self.output_tokens = tokens(usage.get("output_tokens"))
+            self.saw_usage = "input_tokens" in usage
+        elif kind == "content_block_start":
+            return self._start(data.get("index"), dig(data, "content_block", what="stream event"))
+        elif kind == "content_block_delta":
+            return self._delta(data.get("index"), dig(data, "delta", what="stream event"))
+        elif kind == "message_delta":
+            self.stop = dig(data, "delta", what="stream event").get("stop_reason") or self.stop
+            usage = data.get("usage") or {}
+            self.output_tokens = tokens(usage.get("output_tokens") or self.output_tokens)
+        return None
+
+    def _start(self, index: Any, block: Any) -> ToolCallDelta | None:
+        if block.get("type") != "tool_use":
+            self.blocks[index] = "text"
+            return None
+        if self.answer is not None and block.get("name") == self.answer:
+            self.blocks[index] = "answer"
+            return None
+        number, self.tools = self.tools, self.tools + 1
+        self.blocks[index] = number
+        return self.calls.add(ToolCallDelta(number, block.get("id"), block.get("name")))
+
+    def _delta(self, index: Any, delta: Any) -> str | ToolCallDelta | None:
+        block = self.blocks.get(index, "answer" if self.answer is not None else "text")
+        if isinstance(block, int):
+            piece = delta.get("partial_json")
+            if isinstance(piece, str) and piece:
+                return self.calls.add(ToolCallDelta(block, arguments=piece))
+            return None
+        piece = delta.get("partial_json") if block == "answer" else delta.get("text")
+        text = piece if isinstance(piece, str) else ""
+        text = text if block == "answer" else self.prefill.new_text(text)
+        if text:
+            self.parts.append(text)
+        return text or None
+
+
+def _messages(request: Request, system: list[str]) -> list[dict[str, Any]]:
+    """The history as Messages turns (system text goes to ``system``): assistant tool
+    calls as ``tool_use`` blocks, consecutive tool results merged into one user turn."""
+    messages: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.role == "system":
+            system.append(m.content)
+        elif m.role == "tool":
+            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "user" and isinstance(last["content"], list):
+                last["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+        elif m.tool_calls:
+            content: list[dict[str, Any]] = (
+                [{"type": "text", "text": m.content}] if m.content else []
+            )
+            content += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+                for c in m.tool_calls
+            ]
+            messages.append({"role": "assistant", "content": content})
+        else:
+            role = "assistant" if m.role == "assistant" else "user"
+            messages.append({"role": role, "content": m.content})
+    return messages
+
+
+def _add_tools(body: dict[str, Any], request: Request) -> str | None:
+    """Put the request's tools, and the answer tool of structured output, in ``body``;
+    returns the answer tool's name (None without a schema).
+
+    With a schema and tools the model must call one of them (``any``): a tool to
+    go on with the loop, or the answer tool to answer; ``tool_choice="none"``
+    forces the answer, a tool name forces that tool.
+    """
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+        for t in request.tools
+    ]
+    choice = request.tool_choice
+    answer = None
+    if request.json_schema is not None:
+        answer = schema_name(request.schema_name)
+        while any(t["name"] == answer for t in tools):
+            answer = f"{answer[:60]}_out"
+        tools.append(
+            {
+                "name": answer,
+                "description": "Give the answer as this tool's input.",
+                "input_schema": dict(request.json_schema),
+            }
+        )
+    if tools:
+        body["tools"] = tools
+        wire = _CHOICES.get(choice or "auto", {"type": "tool", "name": choice})
+        if answer is not None and (not request.tools or choice == "none"):
+            wire = {"type": "tool", "name": answer}
+        elif answer is not None and choice in (None, "auto", "required"):
+            wire = {"type": "any"}
+        if choice is not None or answer is not None:
+            body["tool_choice"] = wire
+    return answer
+
+
+_CHOICES: dict[str, dict[str, Any]] = {
+    "auto": {"type": "auto"},
+    "required": {"type": "any"},
+    "none": {"type": "none"},
+}
 
 
 # -- the chain file's ``type: anthropic`` ------------------------------------------

@@ -44,10 +44,11 @@ from orchestrator.secrets import (
     split_user_info,
     url_secrets,
 )
-from orchestrator.types import Request, Response, Usage
+from orchestrator.types import Message, Request, Response, ToolCall, Usage
 from orchestrator.units import seconds, seconds_or_none
 from providers.http.base import (
     BAD_SHAPE,
+    Missing,
     cost_of,
     load_json_async,
     tokens,
@@ -63,6 +64,7 @@ from providers.http.errors import (
     short,
 )
 from providers.http.spec import check_url
+from providers.http.tools import MAX_TOOL_CALLS, tool_call
 
 __all__ = ["HTTPFallback", "HTTPSpec"]
 
@@ -79,15 +81,35 @@ def _has_authorization(headers: Mapping[str, str]) -> bool:
     return any(str(name).lower() == "authorization" for name in headers)
 
 
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in m.tool_calls
+        ]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
 def handover_payload(request: Request) -> dict[str, Any]:
-    """The JSON body for ``request``: prompt, messages, system and the hand-over record."""
+    """The JSON body for ``request``: prompt, messages, system and the hand-over record
+    (and ``tools``/``tool_choice`` when it has tools: only sent with ``supports_tools``)."""
     handover = request.metadata.get("handover")
     handover = handover if isinstance(handover, Mapping) else {}
     attempts = handover.get("attempts")
     reason = handover.get("reason")
+    tools: dict[str, Any] = {}
+    if request.tools:
+        tools["tools"] = [
+            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+            for t in request.tools
+        ]
+        tools["tool_choice"] = request.tool_choice
     return {
+        **tools,
         "prompt": request.prompt,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [_message(m) for m in request.messages],
         "system": request.system,
         "reason": reason if isinstance(reason, str) else None,
         "attempts": [
@@ -112,6 +134,10 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
     ``allow_insecure_http=True``; their values are masked in every message.
     User info (``https://user:password@host/...``) is sent as a Basic
     ``Authorization`` header, so it cannot be combined with another one.
+    ``supports_tools=True`` declares that the endpoint takes ``tools`` and
+    ``tool_choice`` and may answer ``{"tool_calls": [{"id", "name",
+    "arguments": {...}}]}``; without it a request with tools skips this
+    provider without a request (``ToolsUnsupported``).
     """
 
     def __init__(
@@ -129,6 +155,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         retry_policy: RetryPolicy | None = None,
         first_token_timeout: float | timedelta | None = None,
         idle_timeout: float | timedelta | None = None,
+        supports_tools: bool = False,
     ) -> None:
         if not isinstance(url, str):
             raise TypeError(f"HTTPFallback.url: expected str, got {type(url).__name__}")
@@ -173,6 +200,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         )
         self.price = validate_price(price, field="HTTPFallback.price")
         self.retry_policy = retry_policy_or_none(retry_policy, "HTTPFallback")
+        self.supports_tools = bool(supports_tools)
         self._use_client(client)
 
     def __repr__(self) -> str:
@@ -263,7 +291,22 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
             usage=use,
             model=model if isinstance(model, str) else None,
             cost_usd=cost_of(use, self.price),
+            tool_calls=self._tool_calls(data) if self.supports_tools else (),
         )
+
+    def _tool_calls(self, data: Any) -> tuple[ToolCall, ...]:
+        """The reply's ``tool_calls`` (``InvalidOutput`` when they are malformed)."""
+        raw = data.get("tool_calls") if isinstance(data, Mapping) else None
+        failure: InvalidOutput | None = None
+        try:
+            if raw is not None and (not isinstance(raw, list) or len(raw) > MAX_TOOL_CALLS):
+                raise Missing(f"tool_calls is not a list of at most {MAX_TOOL_CALLS} calls")
+            return tuple(
+                tool_call(c.get("id"), c.get("name"), c.get("arguments")) for c in raw or ()
+            )
+        except BAD_SHAPE as exc:
+            failure = self._invalid(f"the reply's tool_calls are malformed: {exc}", exc)
+        raise failure  # not in the except block, where exc would be the context
 
     def _text(self, data: Any) -> str:
         """The reply's text: ``read_text(data)``, or its ``text`` string."""
@@ -336,6 +379,7 @@ class HTTPSpec(ProviderSpec):
     idle_timeout: PositiveFloat | None = None
     max_response_bytes: PositiveInt | None = None
     price: Price | None = None
+    supports_tools: Flag | None = None
 
     @field_validator("url")
     @classmethod
@@ -350,6 +394,7 @@ class HTTPSpec(ProviderSpec):
             "idle_timeout",
             "max_response_bytes",
             "price",
+            "supports_tools",
         }
         return HTTPFallback(
             self.url,

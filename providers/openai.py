@@ -17,7 +17,16 @@ from orchestrator.errors import (
     ProviderError,
 )
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, Usage
+from orchestrator.types import (
+    TOOL_CHOICES,
+    Message,
+    Request,
+    Response,
+    Tool,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
 from providers.http.base import (
     Missing,
     VendorProvider,
@@ -29,6 +38,13 @@ from providers.http.base import (
 )
 from providers.http.errors import map_openai_error, short
 from providers.http.spec import VendorSpec
+from providers.http.tools import (
+    MAX_TOOL_CALLS,
+    ToolCallAssembler,
+    arguments_json,
+    decode_arguments,
+    tool_call,
+)
 
 __all__ = ["OpenAIChat", "OpenAISpec"]
 
@@ -78,13 +94,15 @@ class OpenAIChat(VendorProvider):
 
     def payload(self, request: Request, *, stream: bool) -> dict[str, Any]:
         """The Chat Completions request body for ``request``."""
-        messages: list[dict[str, str]] = []
+        messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for m in request.messages:
-            role = "user" if m.role == "tool" else m.role
-            messages.append({"role": role, "content": m.content})
+        messages.extend(_message(m) for m in request.messages)
         body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if request.tools:
+            body["tools"] = [_tool(t) for t in request.tools]
+            if request.tool_choice is not None:
+                body["tool_choice"] = _tool_choice(request.tool_choice)
         if request.max_tokens is not None:
             body[self.max_tokens_param] = request.max_tokens
         if request.temperature is not None:
@@ -123,10 +141,14 @@ class OpenAIChat(VendorProvider):
         refused = self._refused(choice.get("finish_reason"), refusal)
         if refused is not None:
             raise refused
-        text = dig(data, "choices", 0, "message", "content")
+        text = dig(data, "choices", 0, "message").get("content")
+        calls = _calls(message.get("tool_calls")) if isinstance(message, Mapping) else ()
+        if text is None and calls:
+            text = ""  # the model only called tools
         if not isinstance(text, str):
             raise Missing("reply has no choices[0].message.content string")
-        return self.response(text, _usage(data), data.get("model"), choice.get("finish_reason"))
+        finish = choice.get("finish_reason")
+        return self.response(text, _usage(data), data.get("model"), finish, calls)
 
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
@@ -135,9 +157,9 @@ class OpenAIChat(VendorProvider):
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
-    ) -> tuple[list[str], bool, str | None]:
-        """(texts, saw a first choice, finish_reason so far) of one stream chunk."""
-        texts: list[str] = []
+    ) -> tuple[list[str | ToolCallDelta], bool, str | None]:
+        """(text and tool-call deltas, saw a first choice, finish_reason so far) of one chunk."""
+        items: list[str | ToolCallDelta] = []
         saw = False
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
@@ -149,17 +171,19 @@ class OpenAIChat(VendorProvider):
                 raise refused
             text = delta.get("content")
             if isinstance(text, str) and text:
-                texts.append(text)
+                items.append(text)
+            items.extend(_call_deltas(delta.get("tool_calls")))
             finish = choice.get("finish_reason") or finish
-        return texts, saw, finish
+        return items, saw, finish
 
-    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
-        """Yield text deltas as they arrive, then the final Response.
+    async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
+        """Yield text and tool-call deltas as they arrive, then the final Response.
 
         Ends cleanly only on ``data: [DONE]`` or a ``finish_reason``; otherwise
         ``StreamInterrupted``.
         """
         parts: list[str] = []
+        calls = ToolCallAssembler()
         usage: Usage | None = None
         model: str | None = None
         finish: str | None = None
@@ -171,16 +195,87 @@ class OpenAIChat(VendorProvider):
             chunk = await self.stream_event(event)
             usage = self.parsed(_usage, chunk) or usage
             model = chunk.get("model") or model
-            texts, saw, finish = self.parsed(self._deltas, chunk, finish)
+            items, saw, finish = self.parsed(self._deltas, chunk, finish)
             saw_choice = saw_choice or saw
-            for text in texts:
-                parts.append(text)
-                yield text
+            for item in items:
+                if isinstance(item, str):
+                    parts.append(item)
+                else:
+                    self.parsed(calls.add, item)
+                yield item
         if not done and finish is None:
             raise self.unfinished(parts, "finish_reason or [DONE]")
         if not saw_choice:
             raise self.empty_stream("choices")
-        yield self.response("".join(parts), usage, model, finish)
+        yield self.response("".join(parts), usage, model, finish, self.parsed(calls.calls))
+
+
+def _message(m: Message) -> dict[str, Any]:
+    """One history message on the wire: assistant tool calls, tool results by id."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.tool_calls:
+        return {
+            "role": "assistant",
+            "content": m.content or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": arguments_json(c)},
+                }
+                for c in m.tool_calls
+            ],
+        }
+    return {"role": m.role, "content": m.content}
+
+
+def _tool(tool: Tool) -> dict[str, Any]:
+    function = {"name": tool.name, "parameters": dict(tool.parameters)}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in TOOL_CHOICES:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _calls(raw: Any) -> tuple[ToolCall, ...]:
+    """The ``message.tool_calls`` of a reply (arguments decoded from their JSON text)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > MAX_TOOL_CALLS:
+        raise Missing(f"reply's tool_calls is not a list of at most {MAX_TOOL_CALLS} calls")
+    out = []
+    for item in raw:
+        function = dig(item, "function")
+        name = function.get("name")
+        out.append(
+            tool_call(item.get("id"), name, decode_arguments(name, function.get("arguments")))
+        )
+    return tuple(out)
+
+
+def _call_deltas(raw: Any) -> list[ToolCallDelta]:
+    """The tool-call deltas of one stream chunk's ``delta.tool_calls``."""
+    if not raw:
+        return []
+    out = []
+    for item in raw:
+        function = item.get("function") or {}
+        arguments = function.get("arguments")
+        out.append(
+            ToolCallDelta(
+                int(item["index"]),
+                item.get("id") or None,
+                function.get("name") or None,
+                arguments if isinstance(arguments, str) else "",
+            )
+        )
+    return out
 
 
 # -- the chain file's ``type: openai`` ---------------------------------------------

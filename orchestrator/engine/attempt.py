@@ -43,6 +43,8 @@ __all__ = [
     "watch_hook",
 ]
 
+E = TypeVar("E", bound=BaseException)
+
 
 async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
     """Call a sync or async user hook; anything it raises becomes ``HookError``."""
@@ -90,8 +92,6 @@ def schema_json(schema: Any) -> dict[str, Any]:
     out: dict[str, Any] = schema_adapter(schema).json_schema()
     return out
 
-
-E = TypeVar("E", bound=BaseException)
 
 #: What the last attempt tells the health store about its provider, once the call ends:
 #: ``SUCCEEDED``, a counted failure (``(True, retry_after)``), or ``None`` (nothing).
@@ -213,7 +213,14 @@ async def _check(
     log = run.log
     text = run.delivery.text(response)
     value = None
-    if run.schema is not None:
+    if run.request.tools or response.tool_calls:
+        from orchestrator.tools import tool_call_error  # only runs with tools pay the import
+
+        refused = tool_call_error(run.request, response.tool_calls, name)
+        if refused is not None:
+            return None, refused
+    # A reply that calls tools is a step of the loop, not the answer the schema describes.
+    if run.schema is not None and not response.tool_calls:
         try:
             value = schema_adapter(run.schema).validate_json(text)
         except Exception as e:
@@ -313,8 +320,10 @@ def skipped(run: Run, name: str, open_until: float | None) -> CircuitOpen:
 
 
 def skip(run: Run, name: str, error: E, note: str | None = None) -> E:
-    """Record that ``name`` was skipped without a request, for ``error`` (attempt 0, its
-    reason from the taxonomy); returns the error to hand over with."""
+    """Record that ``name`` was skipped without a request; returns ``error`` to hand over with.
+
+    The attempt is number 0, its reason from ``error``'s class (``circuit_open``,
+    ``unsupported``...)."""
     reason = reason_of(error)
     run.log.add(Attempt(name, error, 0, run.agent.clock.wall(), 0.0, reason, note=note))
     events.emit(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.engine.attempt import attempt, call_hook, report_call, skip
 from orchestrator.engine.retrying import retry
 from orchestrator.engine.run import Run, Via
-from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected
+from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
 from orchestrator.policy import RetryPolicy
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
@@ -42,15 +42,30 @@ class ProviderChild:
     def admit(self, store: HealthStore) -> Admission:
         return store.admit(self.name)
 
+    def can_serve(self, request: Request) -> BaseException | None:
+        """Why the provider cannot take ``request`` at all (skipped without a request), or None.
+
+        A request with tools needs a provider that takes them: one whose
+        ``supports_tools`` is false (``HTTPFallback`` by default, the coding-agent
+        CLIs) is skipped with ``ToolsUnsupported`` (absent means it does). A request
+        that surely cannot fit the provider's context window is skipped with
+        ``ContextWindowExceeded`` (:func:`too_long`).
+        """
+        if request.tools and not getattr(self.provider, "supports_tools", True):
+            return ToolsUnsupported("skipped: this provider cannot take tools", provider=self.name)
+        return too_long(self.provider, request)
+
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """Try the provider (and retry it); a Result, or the error to hand over with.
 
         The health store hears once per call, how its last attempt ended
         (:func:`~orchestrator.engine.attempt.report_call`), not once per attempt.
-        A cancelled call tells it nothing. A request that surely cannot fit the
-        provider's context window is not sent (:func:`too_long`).
+        A cancelled call tells it nothing. A request the provider cannot take
+        (:meth:`can_serve`) is not sent: judged here, after the hand-over hooks
+        (so a request ``before_fallback`` shortened is judged as it will be sent)
+        and inside a hedge's lane too.
         """
-        unfit = too_long(self.provider, request)
+        unfit = self.can_serve(request)
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         try:

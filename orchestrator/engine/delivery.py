@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from orchestrator.errors import Rejected, StreamInterrupted
-from orchestrator.types import Message, Request, Response
+from orchestrator.types import Message, Request, Response, ToolCallDelta
 
 __all__ = ["BUFFERED", "PREFIX_CHARS", "Buffered", "Delivery", "Streamed"]
 
@@ -57,16 +57,20 @@ class Streamed:
 
     ``"raise"``: the failure ends the run. ``"continue"``: the next attempt (or
     child) is asked to continue from the text already delivered, sent as the
-    assistant's prefix, so the consumer never sees text twice.
+    assistant's prefix, so the consumer never sees text twice. Only text is
+    continued: tool-call deltas never reach ``sink`` (the Result carries the
+    assembled calls), and a failure after text once a tool call had started is
+    committed, since no provider can resume a call half made.
     """
 
-    __slots__ = ("delivered", "mode", "on_chunk", "sink")
+    __slots__ = ("delivered", "mode", "on_chunk", "sink", "tool_started")
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
         #: Told of the next attempt's first chunk (telemetry: time to first chunk), then unset.
         self.on_chunk: Callable[[], None] | None = None
+        self.tool_started = False  # the current attempt streamed a tool-call delta
 
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked."""
@@ -92,7 +96,9 @@ class Streamed:
     def committed(self, error: BaseException) -> bool:
         """Text already reached the consumer and cannot be unsent: with ``raise`` any
         failure ends the run; a refused complete reply is never a prefix to continue from."""
-        return bool(self.delivered) and (self.mode == "raise" or isinstance(error, Rejected))
+        return bool(self.delivered) and (
+            self.mode == "raise" or self.tool_started or isinstance(error, Rejected)
+        )
 
     def push(self, text: str) -> None:
         """A text the engine itself produced (Stop, best_effort) reaches the consumer."""
@@ -112,6 +118,11 @@ class Streamed:
             msgs.append(Message("assistant", text))
         return request.replace(messages=msgs)
 
+    def _first_chunk(self) -> None:
+        assert self.on_chunk is not None
+        self.on_chunk()
+        self.on_chunk = None
+
     async def _stream(self, child: Any, request: Request) -> Response:
         stream = getattr(child, "stream", None)
         if stream is None:
@@ -119,17 +130,22 @@ class Streamed:
             self.push(response.text)
             return response
         final: Response | None = None
+        self.tool_started = False
         agen = stream(request)
         async with contextlib.aclosing(agen):
             async for item in agen:
-                if isinstance(item, Response):
+                if isinstance(item, str):  # the common case first: one check per chunk
+                    if item:
+                        if self.on_chunk is not None:
+                            self._first_chunk()
+                        self.delivered.append(item)
+                        self.sink.put_nowait(item)
+                elif isinstance(item, Response):
                     final = item
-                elif item:
+                elif isinstance(item, ToolCallDelta):
+                    self.tool_started = True
                     if self.on_chunk is not None:
-                        self.on_chunk()
-                        self.on_chunk = None
-                    self.delivered.append(item)
-                    self.sink.put_nowait(item)
+                        self._first_chunk()
         if final is None:
             raise StreamInterrupted("stream ended without its final message", provider=child.name)
         return final

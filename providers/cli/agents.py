@@ -92,9 +92,13 @@ class CLIAgent(KeywordChecked):
     (an ``InvalidOutput`` that falls over at once, as an HTTP reply over
     ``max_response_bytes`` does): a cut answer is never passed on as if it were whole.
     ``rates`` price a reply's usage when the tool reports no cost of its own.
+    A CLI agent cannot take the caller's tools (``supports_tools`` is false): a
+    request with tools skips it without starting the process.
     """
 
     rates: Rates | None = None
+    #: The engine skips a provider that cannot take a request's tools (ToolsUnsupported).
+    supports_tools = False
 
     def __init__(
         self,

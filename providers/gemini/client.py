@@ -4,7 +4,8 @@
 ``:streamGenerateContent?alt=sse``) with the key in ``x-goog-api-key``.
 Structured output uses ``responseMimeType: application/json`` and a
 ``responseSchema`` translated to Gemini's dialect; a trailing assistant
-message is sent as a ``model`` turn to continue from.
+message is sent as a ``model`` turn to continue from. Tools and tool history:
+:mod:`providers.gemini.tools`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any, Literal, Unpack
 from orchestrator.config.spec import BuildContext
 from orchestrator.errors import GuardrailTriggered, ProviderError
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, Usage
+from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
 from providers.gemini.schema import gemini_schema
+from providers.gemini.tools import contents, function_calls, tool_fields
 from providers.http.base import (
     Missing,
     VendorProvider,
@@ -27,6 +29,7 @@ from providers.http.base import (
 )
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
+from providers.http.tools import arguments_json
 
 __all__ = ["GeminiGenerate", "GeminiSpec"]
 
@@ -59,18 +62,20 @@ def _text(parts: Any) -> str:
     )
 
 
-def _first_candidate(data: Mapping[str, Any]) -> tuple[str | None, Any]:
+def _first_candidate(data: Mapping[str, Any], calls: int) -> tuple[str | None, Any, list[ToolCall]]:
     """(the text of a stream chunk's ``candidates[0].content``, None when it has none;
-    its ``finishReason``)."""
+    its ``finishReason``; its function calls, numbered on from ``calls``)."""
     candidates = data.get("candidates")
     candidate = candidates[0] if isinstance(candidates, list) and candidates else {}
     if not isinstance(candidate, Mapping):
-        return None, None
+        return None, None, []
     content = candidate.get("content")
     text = None
+    found: list[ToolCall] = []
     if isinstance(content, Mapping) and "parts" in content:
         text = _text(content["parts"])
-    return text, candidate.get("finishReason")
+        found = function_calls(content["parts"], calls)
+    return text, candidate.get("finishReason"), found
 
 
 class GeminiGenerate(VendorProvider):
@@ -107,14 +112,8 @@ class GeminiGenerate(VendorProvider):
     def payload(self, request: Request) -> dict[str, Any]:
         """The generateContent request body for ``request``."""
         system = [request.system] if request.system else []
-        contents: list[dict[str, Any]] = []
-        for m in request.messages:
-            if m.role == "system":
-                system.append(m.content)
-                continue
-            role = "model" if m.role == "assistant" else "user"
-            contents.append({"role": role, "parts": [{"text": m.content}]})
-        body: dict[str, Any] = {"contents": contents}
+        body: dict[str, Any] = {"contents": contents(request, system, self.name)}
+        body.update(tool_fields(request))
         if system:
             body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
         config: dict[str, Any] = {}
@@ -148,23 +147,26 @@ class GeminiGenerate(VendorProvider):
             raise Missing("reply is not a JSON object")
         self._check_blocked(data)
         candidate = dig(data, "candidates", 0)
-        text = _text(dig(data, "candidates", 0, "content", "parts"))
-        return self.response(
-            text, _usage(data), data.get("modelVersion"), candidate.get("finishReason")
-        )
+        parts = dig(data, "candidates", 0, "content", "parts")
+        text = _text(parts)
+        calls = tuple(function_calls(parts))
+        finish = candidate.get("finishReason")
+        return self.response(text, _usage(data), data.get("modelVersion"), finish, calls)
 
     async def complete(self, request: Request) -> Response:
         """One generateContent call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request))
         return self.parsed(self.parse, data)
 
-    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
-        """Yield text as it arrives, then the final Response.
+    async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
+        """Yield text as it arrives (and each function call, whole, as one tool-call
+        delta), then the final Response.
 
         Ends cleanly only when a chunk carries ``finishReason``; otherwise
         ``StreamInterrupted``.
         """
         parts: list[str] = []
+        calls: list[ToolCall] = []
         usage: Usage | None = None
         model: str | None = None
         finish: str | None = None
@@ -174,17 +176,20 @@ class GeminiGenerate(VendorProvider):
             self.parsed(self._check_blocked, data)
             usage = self.parsed(_usage, data) or usage
             model = data.get("modelVersion") or model
-            text, chunk_finish = self.parsed(_first_candidate, data)
+            text, chunk_finish, found = self.parsed(_first_candidate, data, len(calls))
             saw_content = saw_content or text is not None
             finish = chunk_finish or finish
             if text:
                 parts.append(text)
                 yield text
+            for call in found:
+                calls.append(call)
+                yield ToolCallDelta(len(calls) - 1, call.id, call.name, arguments_json(call))
         if finish is None:
             raise self.unfinished(parts, "finishReason")
         if not saw_content:
             raise self.empty_stream("candidates[0].content")
-        yield self.response("".join(parts), usage, model, finish)
+        yield self.response("".join(parts), usage, model, finish, tuple(calls))
 
 
 # -- the chain file's ``type: gemini`` ---------------------------------------------

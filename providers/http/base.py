@@ -30,7 +30,7 @@ from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import RetryPolicy, retry_policy_or_none
 from orchestrator.secrets import Secret, check_endpoint, header_secrets, redact_url, url_secrets
 from orchestrator.telemetry import trace_headers
-from orchestrator.types import Response, Usage
+from orchestrator.types import Response, ToolCall, Usage
 from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
     ACCEPT_ENCODING,
@@ -309,7 +309,14 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         self._headers = (key, headers)
         return headers
 
-    def response(self, text: str, usage: Usage | None, model: Any, finish_reason: Any) -> Response:
+    def response(
+        self,
+        text: str,
+        usage: Usage | None,
+        model: Any,
+        finish_reason: Any,
+        tool_calls: tuple[ToolCall, ...] = (),
+    ) -> Response:
         """The final Response, with the cost when ``price`` is set (``model`` and
         ``finish_reason`` as the reply gave them: kept only when strings)."""
         return Response(
@@ -318,6 +325,7 @@ class VendorProvider(KeywordChecked, HTTPCaller):
             model=model if isinstance(model, str) and model else self.model,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
             cost_usd=cost_of(usage, self.rates),
+            tool_calls=tool_calls,
         )
 
     async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:

@@ -9,11 +9,12 @@ JSON-friendly spec with :meth:`Fault.from_spec` (the script-file format).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.units import seconds
+from providers.simulated.wires.base import ScriptedCall
 
 __all__ = ["ERROR_KINDS", "Fault"]
 
@@ -67,6 +68,7 @@ class Fault:
     size: int = 0
     gzip: bool = False
     keepalive: bool = False
+    tool_calls: tuple[ScriptedCall, ...] = ()
     _rng: random.Random | None = field(default=None, repr=False, compare=False)
 
     # -- successful replies -------------------------------------------------
@@ -78,16 +80,22 @@ class Fault:
         chunks: int = 3,
         usage: tuple[int, int] | None = None,
         interval: float = 0.0,
+        tool_calls: Iterable[ScriptedCall | Mapping[str, Any]] = (),
     ) -> Fault:
         """A normal reply. ``text=None`` derives it from the prompt
         (``"sim-<route>: <first 40 chars of prompt>"``, or a sample of the JSON
         schema when JSON output was asked); ``chunks`` is the number of text
         deltas when streaming; ``usage=(input, output)`` overrides the token
-        estimate; ``interval`` is the pause in seconds between stream events."""
+        estimate; ``interval`` is the pause in seconds between stream events.
+        ``tool_calls=[{"name": ..., "arguments": {...}}]`` makes the model call
+        tools (text then defaults to ""; see :class:`ScriptedCall`)."""
         if chunks < 1:
             raise ValueError(f"Fault.ok: chunks={chunks!r} must be at least 1")
         _check_seconds("Fault.ok", "interval", interval)
-        return Fault("ok", text=text, chunks=chunks, usage=_usage(usage), interval=interval)
+        calls = tuple(ScriptedCall.of(c) for c in tool_calls)
+        return Fault(
+            "ok", text=text, chunks=chunks, usage=_usage(usage), interval=interval, tool_calls=calls
+        )
 
     @staticmethod
     def content_filter(*, prompt_blocked: bool = False) -> Fault:
@@ -268,18 +276,27 @@ class Fault:
         return Fault("missing_field")
 
     @staticmethod
-    def cut_stream(after: int = 2, *, text: str | None = None, how: str = "end") -> Fault:
+    def cut_stream(
+        after: int = 2,
+        *,
+        text: str | None = None,
+        how: str = "end",
+        tool_calls: Iterable[ScriptedCall | Mapping[str, Any]] = (),
+    ) -> Fault:
         """Send ``after`` text chunks, then stop without the terminator (no
         ``[DONE]``/finish_reason, no ``response.completed``, no ``message_stop``,
         no ``finishReason``).
         ``how``: ``"end"`` ends the HTTP response cleanly, ``"abort"`` drops the
         connection, ``"hang"`` stalls until the client goes away. A non-stream
-        request gets half of its JSON body, then the connection drops."""
+        request gets half of its JSON body, then the connection drops. With
+        ``tool_calls``, the stream stops inside the first call (its start and
+        half of its arguments sent) where the wire streams calls in pieces."""
         if after < 0:
             raise ValueError(f"Fault.cut_stream: after={after!r} must be >= 0")
         if how not in _CUT_MODES:
             raise ValueError(f"Fault.cut_stream: how={how!r} must be one of {_CUT_MODES}")
-        return Fault("cut_stream", after=after, text=text, how=how)
+        calls = tuple(ScriptedCall.of(c) for c in tool_calls)
+        return Fault("cut_stream", after=after, text=text, how=how, tool_calls=calls)
 
     # -- hostile replies: too large, compressed bombs, no end ----------------------
 

@@ -207,6 +207,7 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
     returned coroutine when the answer involves waiting (delay, hang, pacing)."""
     fault = fault.pick()
     kind = fault.kind
+    call.tool_calls = fault.tool_calls
     if kind == "ok":
         text = reply_text(call, fault.text)
         usage = token_usage(call, text, fault.usage)

@@ -33,6 +33,9 @@ http         ``POST /http/complete``: JSON in, ``{"text": ...}`` out
 
 Each route answers every request with the next fault of its script, and with
 its default (``Fault.ok()`` unless set) once the script is used up.
+``Fault.ok(tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}}])``
+makes the model call tools, in each route's own format (JSON and SSE);
+:meth:`SimulatedServer.tools` lists the tools each request offered.
 
 Script file format (``--script FILE``): a JSON object mapping a route to a list
 of fault specs, consumed in order, plus an optional ``"defaults"`` object
@@ -80,6 +83,7 @@ _WIRES: dict[str, Wire] = {
     "/http/complete": HTTPWire(),
 }
 _GEMINI = GeminiWire()
+_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI)}
 _GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 FaultLike = Fault | Mapping[str, Any] | str
@@ -197,6 +201,12 @@ class SimulatedServer:
             }
             for method, path, query, headers, body in records
         ]
+
+    def tools(self, route: str) -> list[list[str]]:
+        """The names of the tools each request on ``route`` offered, oldest first
+        (``[]`` for a request without tools), whatever the route's wire format."""
+        wire = _BY_ROUTE[check_route(route)]
+        return [wire.tool_names(r["body"] or {}) for r in self.requests(route)]
 
     def pending(self, route: str) -> int:
         """How many scripted faults ``route`` has not used yet."""

@@ -156,6 +156,7 @@ def test_public_api_is_exactly_all() -> None:
         "units",
         "tokens",
         "telemetry",
+        "tools",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

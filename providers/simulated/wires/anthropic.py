@@ -1,6 +1,7 @@
 """The Anthropic Messages wire format, as the simulated server speaks it.
 
-JSON: ``message`` objects with ``text`` or (forced tool) ``tool_use`` blocks;
+JSON: ``message`` objects with ``text`` or (forced tool, or ``tool_choice``
+``any``: the last tool offered; or scripted tool calls) ``tool_use`` blocks;
 SSE: ``message_start``, ``content_block_start``, ``ping``, ``content_block_delta``,
 ``content_block_stop``, ``message_delta`` (stop_reason, usage), ``message_stop``.
 Errors: ``{"type": "error", "error": {"type", "message"}, "request_id"}``.
@@ -14,7 +15,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulated.wires.base import Call, Wire, dumps, last_text_block, split_text
+from providers.simulated.wires.base import (
+    Call,
+    ScriptedCall,
+    Wire,
+    dumps,
+    last_text_block,
+    split_text,
+)
 
 __all__ = ["AnthropicWire"]
 
@@ -73,6 +81,10 @@ class AnthropicWire(Wire):
             seq=seq,
         )
         choice = body.get("tool_choice") or {}
+        tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
+        if isinstance(choice, Mapping) and choice.get("type") == "any" and tools:
+            # The model must call a tool, any: the simulated one calls the last offered.
+            choice = {"type": "tool", "name": tools[-1].get("name")}
         if isinstance(choice, Mapping) and choice.get("type") == "tool":
             call.json_mode = True
             call.tool_name = str(choice.get("name", "tool"))
@@ -119,7 +131,22 @@ class AnthropicWire(Wire):
             return {"text": text}
         return value if isinstance(value, dict) else {"text": text}
 
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        return [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)]
+
+    def _tool_use(self, call: Call, i: int, c: ScriptedCall, streamed: bool) -> dict[str, Any]:
+        return {
+            "type": "tool_use",
+            "id": f"toolu_sim{call.seq}_{i}",
+            "name": c.name,
+            "input": {} if streamed else c.value(),
+        }
+
     def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+        if call.tool_calls:
+            content = [{"type": "text", "text": text}] if text else []
+            content += [self._tool_use(call, i, c, False) for i, c in enumerate(call.tool_calls)]
+            return self._message(call, content, "tool_use", usage)
         if call.tool_name is not None:
             block = {
                 "type": "tool_use",
@@ -142,10 +169,46 @@ class AnthropicWire(Wire):
         }
         return [_event("message_delta", delta), _event("message_stop", {"type": "message_stop"})]
 
+    def _block(
+        self, index: int, block: Mapping[str, Any], deltas: list[dict[str, Any]]
+    ) -> list[bytes]:
+        """One content block's start and deltas (its stop is the caller's)."""
+        start = {"type": "content_block_start", "index": index, "content_block": block}
+        events = [_event("content_block_start", start)]
+        for delta in deltas:
+            body = {"type": "content_block_delta", "index": index, "delta": delta}
+            events.append(_event("content_block_delta", body))
+        return events
+
+    def _tool_stream(self, call: Call, pieces: list[str], terminate: bool) -> list[bytes]:
+        """Text (if any) then one ``tool_use`` block per call, its input JSON in two
+        ``input_json_delta`` pieces; cut (not ``terminate``) after half the first call."""
+        events: list[bytes] = []
+        index = 0
+        if any(pieces):
+            deltas = [{"type": "text_delta", "text": p} for p in pieces if p]
+            events += self._block(0, {"type": "text", "text": ""}, deltas)
+            events.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            index = 1
+        for i, c in enumerate(call.tool_calls):
+            text = c.text()
+            halves = [text[: len(text) // 2], text[len(text) // 2 :]][: 2 if terminate else 1]
+            deltas = [{"type": "input_json_delta", "partial_json": h} for h in halves]
+            events += self._block(index, self._tool_use(call, i, c, True), deltas)
+            if not terminate:
+                return events
+            stop = {"type": "content_block_stop", "index": index}
+            events.append(_event("content_block_stop", stop))
+            index += 1
+        return events
+
     def stream(
         self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
     ) -> list[bytes]:
         events = self._start(call, usage)
+        if call.tool_calls:
+            events += self._tool_stream(call, pieces, terminate)
+            return events + (self._end("tool_use", usage[1]) if terminate else [])
         if call.tool_name is not None:
             block: dict[str, Any] = {
                 "type": "tool_use",

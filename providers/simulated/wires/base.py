@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "Call",
+    "ScriptedCall",
     "Wire",
     "dumps",
     "last_text_block",
@@ -34,6 +35,50 @@ def dumps(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptedCall:
+    """A tool call the simulated model makes: ``name`` and ``arguments``.
+
+    ``arguments`` is a JSON object (a dict), or a str sent as the arguments' text
+    as is where the wire carries text (OpenAI, Anthropic streams): a way to
+    script arguments that are not valid JSON. Where the wire carries an object,
+    such a str is sent as a JSON string instead of an object.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+
+    @staticmethod
+    def of(value: ScriptedCall | Mapping[str, Any]) -> ScriptedCall:
+        """A ScriptedCall from itself or ``{"name": ..., "arguments": ...}``."""
+        if isinstance(value, ScriptedCall):
+            return value
+        if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+            raise ValueError(
+                f'tool call: expected {{"name": str, "arguments": {{...}}}}, got {value!r}'
+            )
+        arguments = value.get("arguments", {})
+        if not isinstance(arguments, Mapping | str):
+            raise ValueError(f"tool call {value['name']!r}: arguments must be an object or a str")
+        return ScriptedCall(
+            value["name"], arguments if isinstance(arguments, str) else dict(arguments)
+        )
+
+    def text(self) -> str:
+        """The arguments as JSON text."""
+        return self.arguments if isinstance(self.arguments, str) else dumps(self.arguments)
+
+    def value(self) -> Any:
+        """The arguments as a JSON value: the object (a str that parses to one, too)."""
+        if not isinstance(self.arguments, str):
+            return dict(self.arguments)
+        try:
+            parsed = json.loads(self.arguments)
+        except ValueError:
+            return self.arguments
+        return parsed if isinstance(parsed, dict) else self.arguments
+
+
 @dataclass(slots=True)
 class Call:
     """One request as the server understood it, whatever the route."""
@@ -49,12 +94,17 @@ class Call:
     tool_name: str | None = None
     include_usage: bool = False
     sse: bool = True
+    tool_calls: tuple[ScriptedCall, ...] = ()
 
 
 class Wire:
     """Renders one vendor's wire format; subclasses override every method."""
 
     route = ""
+
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        """The names of the tools a request offered (none by default)."""
+        return []
 
     def stream_content_type(self, call: Call) -> str:
         """The Content-Type of a streamed reply."""
@@ -100,10 +150,13 @@ class Wire:
 
 
 def reply_text(call: Call, text: str | None) -> str:
-    """The text to answer with: the scripted one, else a schema sample in JSON
-    mode, else ``"sim-<route>: <first 40 chars of the prompt>"``."""
+    """The text to answer with: the scripted one, else "" when the model calls
+    tools, else a schema sample in JSON mode, else ``"sim-<route>: <first 40
+    chars of the prompt>"``."""
     if text is not None:
         return text
+    if call.tool_calls:
+        return ""
     if call.json_mode:
         schema = call.schema or {}
         return dumps(sample(schema, schema.get("$defs") or schema.get("definitions") or {}))

@@ -114,7 +114,25 @@ class GeminiWire(Wire):
         candidate["index"] = 0
         return candidate
 
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        names = []
+        for tool in body.get("tools") or []:
+            declarations = tool.get("functionDeclarations") if isinstance(tool, Mapping) else None
+            names += [str(d.get("name")) for d in declarations or [] if isinstance(d, Mapping)]
+        return names
+
+    def _calls_candidate(self, call: Call, text: str, finish: str | None) -> dict[str, Any]:
+        """A candidate whose parts are ``text`` (if any) and one ``functionCall`` per
+        scripted call (Gemini sends no call ids, and each call whole)."""
+        candidate = self._candidate(text, finish)
+        parts = candidate["content"]["parts"] if text else []
+        parts += [{"functionCall": {"name": c.name, "args": c.value()}} for c in call.tool_calls]
+        candidate["content"]["parts"] = parts
+        return candidate
+
     def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+        if call.tool_calls:
+            return self._response(call, self._calls_candidate(call, text, "STOP"), usage)
         return self._response(call, self._candidate(text, "STOP"), usage)
 
     def _frame(self, call: Call, objects: list[dict[str, Any]], terminate: bool) -> list[bytes]:
@@ -130,9 +148,14 @@ class GeminiWire(Wire):
     ) -> list[bytes]:
         objects = []
         last = len(pieces) - 1
+        calls = call.tool_calls
         for i, piece in enumerate(pieces):
-            finish = "STOP" if terminate and i == last else None
+            if calls and not piece:
+                continue
+            finish = "STOP" if terminate and i == last and not calls else None
             objects.append(self._response(call, self._candidate(piece, finish), usage))
+        if calls and terminate:  # whole calls, in the last chunk: a cut stream has none
+            objects.append(self._response(call, self._calls_candidate(call, "", "STOP"), usage))
         return self._frame(call, objects, terminate)
 
     def error(self, kind: str, status: int, call: Call) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The plain HTTP route (``POST /http/complete``): JSON in, ``{"text": ...}`` out.
 
 The counterpart of ``HTTPFallback``: the request carries ``prompt`` and/or
-``messages``; a reply is ``{"text", "model", "usage": {"input_tokens",
-"output_tokens"}}``; errors are ``{"error": {"type", "message"}}``. It never
-streams. A content filter is a 200 with ``finish_reason: "content_filter"``.
+``messages`` (and ``tools``); a reply is ``{"text", "model", "usage":
+{"input_tokens", "output_tokens"}}``, plus ``tool_calls: [{"id", "name",
+"arguments"}]`` when scripted; errors are ``{"error": {"type", "message"}}``.
+It never streams. A content filter is a 200 with ``finish_reason: "content_filter"``.
 """
 
 from __future__ import annotations
@@ -52,12 +53,21 @@ class HTTPWire(Wire):
             schema=schema if isinstance(schema, Mapping) else None,
         )
 
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        return [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)]
+
     def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "text": text,
             "model": call.model,
             "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
         }
+        if call.tool_calls:
+            out["tool_calls"] = [
+                {"id": f"call_sim{call.seq}_{i}", "name": c.name, "arguments": c.value()}
+                for i, c in enumerate(call.tool_calls)
+            ]
+        return out
 
     def error(self, kind: str, status: int, call: Call) -> dict[str, Any]:
         message = _MESSAGES.get(kind, f"HTTP {status}")

@@ -130,9 +130,53 @@ class OpenAIWire(Wire):
         out["usage"] = self._usage(usage)
         return out
 
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        return [
+            str((t.get("function") or {}).get("name"))
+            for t in body.get("tools") or []
+            if isinstance(t, Mapping)
+        ]
+
+    def _call_id(self, call: Call, i: int) -> str:
+        return f"call_sim{call.seq}_{i}"
+
     def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
-        message = {"role": "assistant", "content": text, "refusal": None}
-        return self._completion(call, message, "stop", usage)
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if not call.tool_calls:
+            return self._completion(call, message, "stop", usage)
+        message["content"] = text or None
+        message["tool_calls"] = [
+            {
+                "id": self._call_id(call, i),
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.text()},
+            }
+            for i, c in enumerate(call.tool_calls)
+        ]
+        return self._completion(call, message, "tool_calls", usage)
+
+    def _tool_chunks(self, call: Call, *, terminate: bool) -> list[bytes]:
+        """Each call as OpenAI streams it: id and name first, then its arguments in two
+        pieces; cut (not ``terminate``) inside the first call, after half its arguments."""
+        events = []
+        for i, c in enumerate(call.tool_calls):
+            start = {
+                "index": i,
+                "id": self._call_id(call, i),
+                "type": "function",
+                "function": {"name": c.name, "arguments": ""},
+            }
+            text = c.text()
+            halves = [text[: len(text) // 2], text[len(text) // 2 :]]
+            if not terminate:
+                halves = halves[:1]
+            events.append(self._chunk(call, {"tool_calls": [start]}, None))
+            for half in halves:
+                piece = {"index": i, "function": {"arguments": half}}
+                events.append(self._chunk(call, {"tool_calls": [piece]}, None))
+            if not terminate:
+                break
+        return events
 
     def _chunk(self, call: Call, delta: dict[str, Any], finish: str | None) -> bytes:
         out = self._head(call, "chat.completion.chunk")
@@ -155,9 +199,13 @@ class OpenAIWire(Wire):
         self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
     ) -> list[bytes]:
         events = [self._chunk(call, {"role": "assistant", "content": "", "refusal": None}, None)]
-        events += [self._chunk(call, {"content": p}, None) for p in pieces]
+        events += [
+            self._chunk(call, {"content": p}, None) for p in pieces if p or not call.tool_calls
+        ]
+        if call.tool_calls:
+            events += self._tool_chunks(call, terminate=terminate)
         if terminate:
-            events += self._tail(call, "stop", usage)
+            events += self._tail(call, "tool_calls" if call.tool_calls else "stop", usage)
         return events
 
     def error(self, kind: str, status: int, call: Call) -> dict[str, Any]:

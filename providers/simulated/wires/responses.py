@@ -125,9 +125,56 @@ class ResponsesWire(Wire):
             "role": "assistant",
         }
 
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        return [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)]
+
+    def _function_call(self, call: Call, i: int, arguments: str, status: str) -> dict[str, Any]:
+        return {
+            "id": f"fc_sim{call.seq}_{i}",
+            "type": "function_call",
+            "status": status,
+            "arguments": arguments,
+            "call_id": f"call_sim{call.seq}_{i}",
+            "name": call.tool_calls[i].name,
+        }
+
     def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
-        item = self._message(call, "completed", [self._part(text)])
-        return self._response(call, "completed", [item], usage)
+        items = []
+        if text or not call.tool_calls:
+            items.append(self._message(call, "completed", [self._part(text)]))
+        items += [
+            self._function_call(call, i, c.text(), "completed")
+            for i, c in enumerate(call.tool_calls)
+        ]
+        return self._response(call, "completed", items, usage)
+
+    def _call_events(self, call: Call, seq: int, first: int, terminate: bool) -> list[bytes]:
+        """``function_call`` output items: added, arguments in two deltas, done; cut (not
+        ``terminate``) after half the first call's arguments. ``first``: its output index."""
+        events = []
+        for i, c in enumerate(call.tool_calls):
+            text = c.text()
+            where = {"item_id": f"fc_sim{call.seq}_{i}", "output_index": first + i}
+            added = {
+                "output_index": first + i,
+                "item": self._function_call(call, i, "", "in_progress"),
+            }
+            events.append(_event(seq, "response.output_item.added", added))
+            halves = [text[: len(text) // 2], text[len(text) // 2 :]][: 2 if terminate else 1]
+            for n, half in enumerate(halves, 1):
+                delta = {**where, "delta": half}
+                events.append(_event(seq + n, "response.function_call_arguments.delta", delta))
+            if not terminate:
+                return events
+            done = {**where, "arguments": text}
+            events.append(_event(seq + 3, "response.function_call_arguments.done", done))
+            item = {
+                "output_index": first + i,
+                "item": self._function_call(call, i, text, "completed"),
+            }
+            events.append(_event(seq + 4, "response.output_item.done", item))
+            seq += 5
+        return events
 
     # -- streams ----------------------------------------------------------------------
 
@@ -138,9 +185,20 @@ class ResponsesWire(Wire):
             _event(1, "response.in_progress", {"response": pending}),
         ]
 
+    def _calls_only(self, call: Call, usage: tuple[int, int], terminate: bool) -> list[bytes]:
+        """The stream of a reply that only calls tools (no message item)."""
+        events = self._opening(call) + self._call_events(call, 2, 0, terminate)
+        if terminate:
+            final = self.reply(call, "", usage)
+            last = 2 + 5 * len(call.tool_calls)
+            events.append(_event(last, "response.completed", {"response": final}))
+        return events
+
     def stream(
         self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
     ) -> list[bytes]:
+        if call.tool_calls and not any(pieces):
+            return self._calls_only(call, usage, terminate)
         events = self._opening(call)
         item_id = f"msg_sim{call.seq}"
         where = {"item_id": item_id, "output_index": 0, "content_index": 0}
@@ -162,8 +220,11 @@ class ResponsesWire(Wire):
         events.append(_event(seq + 1, "response.content_part.done", {**where, "part": part}))
         item_done = {"output_index": 0, "item": done}
         events.append(_event(seq + 2, "response.output_item.done", item_done))
-        final = self._response(call, "completed", [done], usage)
-        events.append(_event(seq + 3, "response.completed", {"response": final}))
+        events += self._call_events(call, seq + 3, 1, terminate=True)
+        final = self.reply(call, text, usage)
+        events.append(
+            _event(seq + 3 + 5 * len(call.tool_calls), "response.completed", {"response": final})
+        )
         return events
 
     # -- faults -----------------------------------------------------------------------

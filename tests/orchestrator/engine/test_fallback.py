@@ -486,7 +486,7 @@ async def test_exhausted_nested_chain_hands_over_even_with_fallback_on(clock: Fa
 async def test_the_winning_replys_tool_calls_reach_the_result_through_nested_chains(
     clock: FakeClock,
 ) -> None:
-    from orchestrator import Response, ToolCall
+    from orchestrator import Request, Response, Tool, ToolCall
 
     call = ToolCall("c1", "lookup", {"q": "x"})
 
@@ -497,5 +497,6 @@ async def test_the_winning_replys_tool_calls_reach_the_result_through_nested_cha
             return Response("", tool_calls=(call,))
 
     inner = FallbackAgent([Scripted("a", [AuthenticationFailed("k")]), Calls()], clock=clock)
-    result = await FallbackAgent([inner], clock=clock).run("hi")
+    # The request offers the tool: a call of a tool not offered is InvalidOutput.
+    result = await FallbackAgent([inner], clock=clock).run(Request("hi", tools=[Tool("lookup")]))
     assert result.tool_calls == (call,) and result.text == ""

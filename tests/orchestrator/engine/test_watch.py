@@ -6,7 +6,15 @@ import asyncio
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError, Response, ToolCall, ToolCallDelta
+from orchestrator import (
+    FallbackAgent,
+    FallbackError,
+    Request,
+    Response,
+    Tool,
+    ToolCall,
+    ToolCallDelta,
+)
 from orchestrator.engine.deadlines import Watched
 from orchestrator.errors import FirstTokenTimeout, ProviderTimeout, StreamStalled
 from orchestrator.testing import FakeClock
@@ -98,8 +106,8 @@ async def test_tool_call_deltas_are_content_and_run_assembles_the_final_response
     script = [(0.2 * i, ToolCallDelta(0, "c1", "lookup", "{")) for i in range(1, 6)]
     tools = Paced("tools", clock, script, final=Response("", tool_calls=(call,)))
     agent = FallbackAgent([tools], first_token_timeout=0.3, idle_timeout=0.3, clock=clock)
-    async with Ticker(clock):
-        result = await agent.run("hi")
+    async with Ticker(clock):  # the reply may call only a tool the request offered
+        result = await agent.run(Request("hi", tools=[Tool("lookup")]))
     assert result.tool_calls == (call,) and result.text == ""
 
 

@@ -406,3 +406,108 @@ async def test_gemini_replies_follow_the_rest_format(sim: SimulatedServer) -> No
         assert (status["code"], status["status"]) == (429, "RESOURCE_EXHAUSTED")
         assert isinstance(status["message"], str)
         assert status["details"][0]["@type"] == "type.googleapis.com/google.rpc.RetryInfo"
+
+
+# -- Tool calls (scripted with Fault.ok(tool_calls=...)) --------------------------------
+
+CALLS: list[Any] = [
+    {"name": "get_weather", "arguments": {"city": "Paris"}},
+    {"name": "get_time", "arguments": {"zone": "CET"}},
+]
+PARAMS: Any = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+async def test_openai_sdk_parses_tool_calls(sim: SimulatedServer, oai: openai.AsyncOpenAI) -> None:
+    sim.script("openai", [Fault.ok(tool_calls=CALLS)])
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": PARAMS}}]
+    reply = await oai.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=tools)
+    message = reply.choices[0].message
+    assert message.content is None and reply.choices[0].finish_reason == "tool_calls"
+    calls = message.tool_calls or []
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"zone": "CET"}),
+    ]
+    assert len({c.id for c in calls}) == 2
+    assert sim.tools("openai") == [["get_weather"]]
+
+
+async def test_openai_sdk_stream_helper_assembles_tool_calls(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    # The helper accumulates delta.tool_calls by index: wrong indexes or ids would break it.
+    sim.script("openai", [Fault.ok("Checking.", tool_calls=CALLS)])
+    async with oai.chat.completions.stream(model="gpt-4o-mini", messages=MESSAGES) as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_completion()
+    message = final.choices[0].message
+    assert message.content == "Checking."
+    assert [(c.function.name, c.function.arguments) for c in message.tool_calls or []] == [
+        ("get_weather", '{"city":"Paris"}'),
+        ("get_time", '{"zone":"CET"}'),
+    ]
+    assert final.choices[0].finish_reason == "tool_calls"
+
+
+async def test_openai_sdk_parses_function_calls_from_a_response(
+    sim: SimulatedServer, oai: openai.AsyncOpenAI
+) -> None:
+    sim.script("responses", [Fault.ok(tool_calls=CALLS)] * 2)
+    tools: Any = [{"type": "function", "name": "get_weather", "parameters": PARAMS}]
+    reply = await oai.responses.create(model="gpt-4o-mini", input="hi", tools=tools)
+    calls = [o for o in reply.output if o.type == "function_call"]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"zone": "CET"}),
+    ]
+    async with oai.responses.stream(model="gpt-4o-mini", input="hi", tools=tools) as stream:
+        pieces = [
+            e.delta async for e in stream if e.type == "response.function_call_arguments.delta"
+        ]
+        final = await stream.get_final_response()
+    assert "".join(pieces) == '{"city":"Paris"}{"zone":"CET"}'
+    assert [o.type for o in final.output] == ["function_call", "function_call"]
+    assert sim.tools("responses") == [["get_weather"], ["get_weather"]]
+
+
+async def test_anthropic_sdk_parses_tool_use_blocks(
+    sim: SimulatedServer, claude: anthropic.AsyncAnthropic
+) -> None:
+    tools: Any = [{"name": "get_weather", "input_schema": PARAMS}]
+    sim.script("anthropic", [Fault.ok("Checking.", tool_calls=CALLS)] * 2)
+    reply = await claude.messages.create(
+        model="claude-test", max_tokens=64, messages=MESSAGES, tools=tools
+    )
+    assert reply.stop_reason == "tool_use"
+    assert [b.type for b in reply.content] == ["text", "tool_use", "tool_use"]
+    uses = [b for b in reply.content if b.type == "tool_use"]
+    assert [(b.name, b.input) for b in uses] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"zone": "CET"}),
+    ]
+    async with claude.messages.stream(
+        model="claude-test", max_tokens=64, messages=MESSAGES, tools=tools
+    ) as stream:
+        final = await stream.get_final_message()
+    streamed = [(b.name, b.input) for b in final.content if b.type == "tool_use"]
+    assert streamed == [("get_weather", {"city": "Paris"}), ("get_time", {"zone": "CET"})]
+    assert final.content[0].type == "text" and final.content[0].text == "Checking."
+    assert sim.tools("anthropic") == [["get_weather"], ["get_weather"]]
+
+
+async def test_gemini_function_calls_follow_the_rest_format(sim: SimulatedServer) -> None:
+    sim.script("gemini", [Fault.ok(tool_calls=CALLS)] * 2)
+    url = f"{sim.gemini_url}/v1beta/models/gemini-2.5-flash"
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    async with httpx.AsyncClient() as client:
+        plain = (await client.post(f"{url}:generateContent", json=body)).json()
+        sse = (await client.post(f"{url}:streamGenerateContent?alt=sse", json=body)).text
+    parts = plain["candidates"][0]["content"]["parts"]
+    assert parts == [
+        {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
+        {"functionCall": {"name": "get_time", "args": {"zone": "CET"}}},
+    ]
+    last = json.loads(sse.strip().split("\r\n\r\n")[-1].removeprefix("data: "))
+    assert last["candidates"][0]["content"]["parts"] == parts
+    assert last["candidates"][0]["finishReason"] == "STOP"
