@@ -1,0 +1,80 @@
+"""``/healthz``, ``/readyz`` and ``/metrics``: what load balancers and Prometheus ask."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["healthz", "metrics", "readyz"]
+
+_PROBE_TIMEOUT = 1.0
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Alive: the worker answers."""
+    return web.json_response({"status": "ok"})
+
+
+async def _store_state(store: Any) -> str:
+    """``ok``, ``degraded`` (the shared store did not answer) or ``local`` (in-process)."""
+    ping = getattr(store, "ping", None)
+    if ping is None:
+        return "local"
+    try:
+        async with asyncio.timeout(_PROBE_TIMEOUT):
+            answer = ping()
+            ok = await answer if inspect.isawaitable(answer) else answer
+    except Exception:
+        return "degraded"
+    return "ok" if ok is not False else "degraded"
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Ready: the chain is loaded; with a shared health store, whether it answers.
+
+    A store that does not answer leaves the gateway ``degraded`` but ready (200):
+    each worker then keeps health in memory, and the chain still serves.
+    """
+    from providers.serve.app import MODELS
+
+    models = request.app[MODELS]
+    stores = [await _store_state(s) for s in models.health_stores()]
+    status = "degraded" if "degraded" in stores else "ready"
+    return web.json_response({"status": status, "models": len(models.names()), "stores": stores})
+
+
+def _exposition() -> bytes | None:
+    """``orchestrator.telemetry.prometheus_exposition()`` when that module exists (issue 12)."""
+    try:
+        telemetry = importlib.import_module("orchestrator.telemetry")
+    except ImportError:
+        raise LookupError("this build has no orchestrator.telemetry (metrics, issue 12)") from None
+    expose = getattr(telemetry, "prometheus_exposition", None)
+    if expose is None:
+        raise LookupError("orchestrator.telemetry has no prometheus_exposition()")
+    data: bytes | None = expose()
+    return data
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """The Prometheus exposition of the chain's metrics, or 501 saying why there is none."""
+    try:
+        data = _exposition()
+    except LookupError as exc:
+        return web.Response(status=501, text=f"metrics unavailable: {exc}\n")
+    if data is None:
+        return web.Response(
+            status=501,
+            text="metrics unavailable: install the OpenTelemetry SDK and the Prometheus "
+            "exporter (pip install 'failover-orchestrator[otel]')\n",
+        )
+    return web.Response(
+        body=data,
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+    )
