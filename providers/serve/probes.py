@@ -12,6 +12,7 @@ from aiohttp import web
 __all__ = ["healthz", "metrics", "readyz"]
 
 _PROBE_TIMEOUT = 1.0
+_PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -72,9 +73,4 @@ async def metrics(request: web.Request) -> web.Response:
             text="metrics unavailable: install the OpenTelemetry SDK and the Prometheus "
             "exporter (pip install 'failover-orchestrator[otel]')\n",
         )
-    return web.Response(
-        body=data,
-        content_type="text/plain",
-        charset="utf-8",
-        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
-    )
+    return web.Response(body=data, headers={"Content-Type": _PROMETHEUS})
