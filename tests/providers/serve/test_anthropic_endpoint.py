@@ -33,11 +33,14 @@ def events(raw: str) -> list[tuple[str, dict[str, object]]]:
 
 async def test_a_529_is_answered_by_openai_in_anthropic_format(sim: SimulatedServer) -> None:
     sim.script("anthropic", [Fault.status(529)])
-    async with gateway({"review": fallback(sim)}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + MESSAGES, json=body()) as r:
-            reply = await r.json()
-            assert r.status == 200, reply
-            assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
+    async with (
+        gateway({"review": fallback(sim)}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + MESSAGES, json=body()) as r,
+    ):
+        reply = await r.json()
+        assert r.status == 200, reply
+        assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
     assert reply["type"] == "message" and reply["role"] == "assistant"
     assert reply["stop_reason"] == "end_turn"
     assert reply["content"][0]["type"] == "text" and reply["content"][0]["text"]
@@ -46,10 +49,13 @@ async def test_a_529_is_answered_by_openai_in_anthropic_format(sim: SimulatedSer
 
 async def test_streams_the_event_sequence_clients_expect(sim: SimulatedServer) -> None:
     sim.script("anthropic", [Fault.status(529)])
-    async with gateway({"review": fallback(sim)}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + MESSAGES, json=body(stream=True)) as r:
-            assert r.status == 200
-            raw = (await r.read()).decode()
+    async with (
+        gateway({"review": fallback(sim)}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + MESSAGES, json=body(stream=True)) as r,
+    ):
+        assert r.status == 200
+        raw = (await r.read()).decode()
     seq = events(raw)
     names = [n for n, _ in seq]
     assert names[:2] == ["message_start", "content_block_start"]
@@ -153,9 +159,12 @@ async def test_count_tokens_estimates_high() -> None:
         "messages": [{"role": "user", "content": "word " * 400}],
         "tools": [{"name": "t", "input_schema": {"type": "object"}}],
     }
-    async with gateway({"m": FallbackAgent([Recorder()])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + "/v1/messages/count_tokens", json=request) as r:
-            counted = await r.json()
-            assert r.status == 200
+    async with (
+        gateway({"m": FallbackAgent([Recorder()])}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + "/v1/messages/count_tokens", json=request) as r,
+    ):
+        counted = await r.json()
+        assert r.status == 200
     # 2,300 characters: at ~4 per token about 575 tokens; the estimate must not be lower.
     assert counted["input_tokens"] >= 2300 // 4

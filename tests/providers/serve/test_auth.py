@@ -81,9 +81,12 @@ async def test_only_clients_with_a_key_get_in_and_their_key_is_not_forwarded(
 
 
 async def test_an_open_gateway_on_loopback_needs_no_key() -> None:
-    async with gateway({"m": FallbackAgent([Recorder()])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + CHAT, json=REQUEST) as r:
-            assert r.status == 200
+    async with (
+        gateway({"m": FallbackAgent([Recorder()])}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, json=REQUEST) as r,
+    ):
+        assert r.status == 200
 
 
 def _args(chain: Path, host: str) -> argparse.Namespace:

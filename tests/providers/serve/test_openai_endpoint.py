@@ -22,12 +22,15 @@ async def test_a_529_from_anthropic_is_answered_by_openai_in_openai_format(
     sim: SimulatedServer,
 ) -> None:
     sim.script("anthropic", [Fault.status(529)])
-    async with gateway({"review": fallback(sim)}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + CHAT, json=body()) as r:
-            reply = await r.json()
-            assert r.status == 200, reply
-            assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
-            assert r.headers["x-failover-attempts"] == "2"
+    async with (
+        gateway({"review": fallback(sim)}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, json=body()) as r,
+    ):
+        reply = await r.json()
+        assert r.status == 200, reply
+        assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
+        assert r.headers["x-failover-attempts"] == "2"
     assert reply["object"] == "chat.completion"
     assert reply["model"] == "review"
     choice = reply["choices"][0]
@@ -41,11 +44,14 @@ async def test_a_529_from_anthropic_is_answered_by_openai_in_openai_format(
 async def test_streams_text_deltas_then_usage_and_done(sim: SimulatedServer) -> None:
     sim.script("anthropic", [Fault.status(529)])
     request = body(stream=True, stream_options={"include_usage": True})
-    async with gateway({"review": fallback(sim)}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + CHAT, json=request) as r:
-            assert r.status == 200
-            assert r.headers["Content-Type"].startswith("text/event-stream")
-            raw = (await r.read()).decode()
+    async with (
+        gateway({"review": fallback(sim)}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, json=request) as r,
+    ):
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        raw = (await r.read()).decode()
     events = [line[6:] for line in raw.split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
@@ -139,11 +145,14 @@ async def test_all_rate_limited_is_a_429_with_the_shortest_retry_after() -> None
         retry_strategy="none",
         max_retries=0,
     )
-    async with gateway({"m": agent}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + CHAT, json=body("m")) as r:
-            reply = await r.json()
-            assert r.status == 429
-            assert r.headers["Retry-After"] == "8"
+    async with (
+        gateway({"m": agent}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, json=body("m")) as r,
+    ):
+        reply = await r.json()
+        assert r.status == 429
+        assert r.headers["Retry-After"] == "8"
     assert reply["error"]["code"] == "rate_limit_exceeded"
 
 
