@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import os
 from typing import Any
 
 from aiohttp import web
@@ -16,8 +17,8 @@ _PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """Alive: the worker answers."""
-    return web.json_response({"status": "ok"})
+    """Alive: the worker answers (with its process id, to tell workers apart)."""
+    return web.json_response({"status": "ok", "pid": os.getpid()})
 
 
 async def _store_state(store: Any) -> str:
