@@ -100,8 +100,11 @@ def _messages(raw: list[Any]) -> list[Message]:
         if not isinstance(item, dict):
             raise BadRequest(f"{where}: expected an object")
         role = fields.require(item, "role", str, f"{where}.")
+        if role == "system":  # Claude Code sends mid-conversation system messages
+            out.append(Message("system", _plain(item.get("content"), where)))
+            continue
         if role not in ("user", "assistant"):
-            raise BadRequest(f"{where}.role: expected 'user' or 'assistant', got {role!r}")
+            raise BadRequest(f"{where}.role: expected user, assistant or system, got {role!r}")
         out += _message(role, _blocks(item.get("content", ""), where), where)
     return out
 

@@ -47,6 +47,7 @@ def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> w
     app[_KEYS] = keys
     app[_SETTINGS] = settings
     app[_LOAD] = [0]
+    app.router.add_get("/", healthz)  # clients probe the base URL (Claude Code sends HEAD /)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", _guarded(metrics))
