@@ -30,6 +30,8 @@ class Config:
     agents: dict[str, FallbackAgent]
     workflows: dict[str, Any]
     provider_types: dict[str, str] = field(default_factory=dict)
+    #: The ``gateway:`` section for ``failover serve`` (``keys_file``), as the file set it.
+    gateway: dict[str, Any] = field(default_factory=dict)
 
     def agent(self, name: str | None = None) -> FallbackAgent:
         """The agent called ``name``, or the only agent when ``name`` is None."""
@@ -74,4 +76,5 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         agents=agents,
         workflows=workflows,
         provider_types={name: p.type for name, p in spec.providers.items()},
+        gateway=spec.gateway.model_dump(exclude_none=True) if spec.gateway else {},
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from pathlib import Path
+from typing import Any
 
 from orchestrator.config import ConfigError, load_config
 from providers.serve.auth import ENV, GatewayKeys, hash_key, is_loopback
@@ -81,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = _settings(args)
-        keys = GatewayKeys.load(key_file=args.keys_file)
-        load_config(args.chain)  # fail here, once, with the file's own messages
+        config = load_config(args.chain)  # fail here, once, with the file's own messages
+        keys_file = args.keys_file or _named_keys_file(config)
+        keys = GatewayKeys.load(key_file=keys_file)
     except (ValueError, TypeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -94,7 +97,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return _start(args.chain, args.keys_file, keys, settings)
+    return _start(args.chain, keys_file, keys, settings)
+
+
+def _named_keys_file(config: Any) -> str | None:
+    """The chain file's ``gateway: {keys_file: ...}``, relative to the chain file."""
+    named = config.gateway.get("keys_file")
+    return None if named is None else str(Path(config.path).parent / Path(named).expanduser())
 
 
 def _announce(settings: GatewaySettings, keys: GatewayKeys) -> None:

@@ -112,3 +112,27 @@ def test_no_key_and_a_public_bind_refuses_to_start(
     err = capsys.readouterr().err
     assert "refusing to listen on 0.0.0.0 with no gateway key" in err
     assert "FAILOVER_GATEWAY_KEYS" in err
+
+
+def test_the_chain_file_names_a_hashed_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("FAILOVER_GATEWAY_KEYS", raising=False)
+    (tmp_path / "gateway.keys").write_text("not a digest\n")
+    chain = write_chain(
+        tmp_path,
+        """
+        providers:
+          fn: {type: function, path: "json:dumps"}
+        agents:
+          m: {providers: [fn]}
+        gateway:
+          keys_file: gateway.keys
+        """,
+    )
+    # The file is read (relative to the chain file): its bad line stops the start.
+    assert serve_command.run(_args(chain, "0.0.0.0")) == 2
+    assert "gateway.keys:1: expected 'sha256:'" in capsys.readouterr().err
+    chain.write_text(chain.read_text().replace("keys_file", "key_file"))
+    assert serve_command.run(_args(chain, "127.0.0.1")) == 2
+    assert "gateway.key_file" in capsys.readouterr().err
