@@ -25,6 +25,7 @@ from providers.serve.fields import body_object
 from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
+from providers.serve.responses_wire import ResponsesWire
 from providers.serve.settings import GatewaySettings
 from providers.serve.tokens import estimate_tokens
 
@@ -37,6 +38,7 @@ _LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
 
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
+_RESPONSES = ResponsesWire()
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
@@ -54,6 +56,7 @@ def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> w
     app.router.add_get("/v1/models", _guarded(_list_models))
     app.router.add_get("/v1/models/{name}", _guarded(_one_model))
     app.router.add_post("/v1/chat/completions", _endpoint(_OPENAI))
+    app.router.add_post("/v1/responses", _endpoint(_RESPONSES))
     app.router.add_post("/v1/messages", _endpoint(_ANTHROPIC))
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
     return app

@@ -69,3 +69,28 @@ async def test_claude_code_completes_through_the_fallback(
     assert sim.count("anthropic") >= 1 and sim.count("openai") >= 1
     sent = sim.requests("anthropic")[-1]
     assert KEY not in json.dumps(sent["headers"])  # the client's key stayed at the gateway
+
+
+async def test_codex_completes_through_the_fallback(sim: SimulatedServer, tmp_path: Path) -> None:
+    codex = need("codex", "@openai/codex")
+    sim.set_default("anthropic", Fault.status(529))
+    keys = GatewayKeys.load({"FAILOVER_GATEWAY_KEYS": KEY})
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "FAILOVER_KEY": KEY}
+    async with gateway({"review": fallback(sim)}, keys=keys) as url:
+        # Codex speaks only the Responses API now (wire_api "chat" was removed).
+        provider = "model_providers.failover"
+        argv = [
+            codex, "exec", "--skip-git-repo-check", "-c", "model=review",
+            "-c", "model_provider=failover",
+            "-c", f'{provider}.name="failover"',
+            "-c", f'{provider}.base_url="{url}/v1"',
+            "-c", f'{provider}.wire_api="responses"',
+            "-c", f'{provider}.env_key="FAILOVER_KEY"',
+            "-c", f"{provider}.request_max_retries=0",
+            "-c", f"{provider}.stream_max_retries=0",
+            "say ping",
+        ]  # fmt: skip
+        code, out, err = await run(argv, env, tmp_path)
+    assert code == 0, err[-2000:]
+    assert "sim-openai: say ping" in out
+    assert sim.count("openai") >= 1
