@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from orchestrator.errors import FallbackError
+from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
 from providers.serve import anthropic_wire
 from providers.serve.anthropic_wire import AnthropicWire
@@ -219,8 +220,16 @@ async def _whole(wire: Wire, call: ClientCall, model: Model) -> web.Response:
     try:
         result = await model.run(call.request)
     except Exception as exc:
-        return _failure(wire, failure_of(exc), _attempts(exc))
+        return _failure(wire, _failed(exc), _attempts(exc))
     return _json(200, wire.reply(call, result), _result_headers(result))
+
+
+def _failed(error: BaseException) -> Failure:
+    """``failure_of(error)``; a gateway fault (not a provider's) is also reported as an event."""
+    failure = failure_of(error)
+    if failure.kind == "internal":
+        emit("error", "gateway_error", **error_fields(error))
+    return failure
 
 
 def _attempts(error: BaseException) -> int | None:
@@ -247,8 +256,8 @@ async def _stream(
         return response or web.Response(status=499)
     except Exception as exc:
         if response is None:
-            return _failure(wire, failure_of(exc), _attempts(exc))
-        await response.write(streamer.error(failure_of(exc)))
+            return _failure(wire, _failed(exc), _attempts(exc))
+        await response.write(streamer.error(_failed(exc)))
         return response
     if response is None:  # no text: tool calls only, or an empty reply
         response = await _open(request, _result_headers(result))
