@@ -48,16 +48,7 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 def _plain(content: Any, where: str) -> str:
     """Text of a string or of text blocks (tool results, system)."""
-    if content is None:
-        return ""
-    parts = []
-    for i, block in enumerate(_blocks(content, where)):
-        if block["type"] != "text":
-            raise BadRequest(
-                f"{where}.content[{i}]: only text blocks are supported, got {block['type']!r}"
-            )
-        parts.append(fields.require(block, "text", str, f"{where}.content[{i}]."))
-    return "".join(parts)
+    return fields.text(content, where)
 
 
 def _message(role: str, blocks: list[dict[str, Any]], where: str) -> list[Message]:
@@ -74,7 +65,7 @@ def _message(role: str, blocks: list[dict[str, Any]], where: str) -> list[Messag
             call_id = fields.require(block, "id", str, f"{at}.")
             name = fields.require(block, "name", str, f"{at}.")
             args = fields.optional(block, "input", dict, f"{at}.") or {}
-            calls.append(_tool_call(call_id, name, args, at))
+            calls.append(fields.tool_call(call_id, name, args, at))
         elif kind == "tool_result" and role == "user":
             call_id = fields.require(block, "tool_use_id", str, f"{at}.")
             result = _plain(block.get("content"), at)
@@ -84,13 +75,6 @@ def _message(role: str, blocks: list[dict[str, Any]], where: str) -> list[Messag
     if text or calls or not out:
         out.append(Message(role, "".join(text), tool_calls=tuple(calls)))
     return out
-
-
-def _tool_call(call_id: str, name: str, args: dict[str, Any], where: str) -> ToolCall:
-    try:
-        return ToolCall(call_id, name, args)
-    except (TypeError, ValueError) as exc:
-        raise BadRequest(f"{where}: {exc}") from None
 
 
 def _messages(raw: list[Any]) -> list[Message]:
@@ -139,18 +123,15 @@ def parse_request(data: dict[str, Any], *, need_max_tokens: bool = True) -> tupl
         raise BadRequest("max_tokens: required")
     system = data.get("system")
     tools, choice = _tools(data)
-    try:
-        request = Request(
-            messages=_messages(raw),
-            system=None if system is None else _plain(system, "system"),
-            max_tokens=max_tokens,
-            temperature=fields.temperature(data),
-            stop=fields.stop_sequences(data.get("stop_sequences"), "stop_sequences"),
-            tools=tools,
-            tool_choice=choice,
-        )
-    except (TypeError, ValueError) as exc:
-        raise BadRequest(str(exc)) from None
+    request = fields.request(
+        messages=_messages(raw),
+        system=None if system is None else _plain(system, "system"),
+        max_tokens=max_tokens,
+        temperature=fields.temperature(data),
+        stop=fields.stop_sequences(data.get("stop_sequences"), "stop_sequences"),
+        tools=tools,
+        tool_choice=choice,
+    )
     return model, request
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orchestrator.types import Tool
+from orchestrator.types import Request, Tool, ToolCall
 from providers.http.safe_json import parse_json
 from providers.serve.failures import BadRequest
 
@@ -18,9 +18,12 @@ __all__ = [
     "body_object",
     "optional",
     "positive_int",
+    "request",
     "require",
     "stop_sequences",
+    "text",
     "tool",
+    "tool_call",
 ]
 
 _MAX_SHOWN = 40
@@ -117,3 +120,38 @@ def arguments(text: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BadRequest(f"{where}: must encode a JSON object, got {type(value).__name__}")
     return value
+
+
+def text(content: Any, where: str, kinds: frozenset[str] = frozenset({"text"})) -> str:
+    """Message content as text: a string, or a list of parts whose ``type`` is one of ``kinds``
+    (images, audio and files are refused: the gateway carries text)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content: expected a string or a list of parts")
+    parts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") not in kinds:
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise BadRequest(f"{where}.content[{i}]: only text parts are supported, got {kind!r}")
+        parts.append(require(part, "text", str, f"{where}.content[{i}]."))
+    return "".join(parts)
+
+
+def request(**fields: Any) -> Request:
+    """A :class:`Request`; what the core refuses (a lone surrogate, a tool choice naming no
+    tool, no message at all) is the client's 400."""
+    try:
+        return Request(**fields)
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def tool_call(call_id: Any, name: Any, args: dict[str, Any], where: str) -> ToolCall:
+    """A :class:`ToolCall` from the client's history, or 400 naming what is wrong."""
+    try:
+        return ToolCall(call_id, name, args)
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"{where}: {exc}") from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from orchestrator.types import Message, Request, Result, ToolCall
+from orchestrator.types import Message, Result, ToolCall
 from providers.serve import fields
 from providers.serve.call import ClientCall, dumps, new_id, usage_of
 from providers.serve.failures import BadRequest, Failure
@@ -41,23 +41,6 @@ _ERROR_CODES = {
 }
 
 
-def _text(content: Any, where: str) -> str:
-    """Message content: a string or a list of text parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise BadRequest(f"{where}.content: expected a string or a list of parts")
-    parts = []
-    for i, part in enumerate(content):
-        if not isinstance(part, dict) or part.get("type") != "text":
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise BadRequest(f"{where}.content[{i}]: only text parts are supported, got {kind!r}")
-        parts.append(fields.require(part, "text", str, f"{where}.content[{i}]."))
-    return "".join(parts)
-
-
 def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
     if raw is None:
         return ()
@@ -72,10 +55,7 @@ def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
         call_id = fields.require(item, "id", str, f"{at}.")
         name = fields.require(fn, "name", str, f"{at}.function.")
         args = fields.arguments(fn.get("arguments", ""), f"{at}.function.arguments")
-        try:
-            calls.append(ToolCall(call_id, name, args))
-        except (TypeError, ValueError) as exc:
-            raise BadRequest(f"{at}: {exc}") from None
+        calls.append(fields.tool_call(call_id, name, args, at))
     return tuple(calls)
 
 
@@ -87,7 +67,7 @@ def _messages(raw: list[Any]) -> tuple[list[Message], str | None]:
         if not isinstance(item, dict):
             raise BadRequest(f"{where}: expected an object")
         role = fields.require(item, "role", str, f"{where}.")
-        content = _text(item.get("content"), where)
+        content = fields.text(item.get("content"), where)
         if role in ("system", "developer"):
             system.append(content)
             continue
@@ -141,18 +121,15 @@ class OpenAIWire:
         if max_tokens is None:
             max_tokens = fields.positive_int(data, "max_tokens")
         options = fields.optional(data, "stream_options", dict, "") or {}
-        try:
-            request = Request(
-                messages=messages,
-                system=system,
-                max_tokens=max_tokens,
-                temperature=fields.temperature(data),
-                stop=fields.stop_sequences(data.get("stop"), "stop"),
-                tools=tools,
-                tool_choice=choice,
-            )
-        except (TypeError, ValueError) as exc:
-            raise BadRequest(str(exc)) from None
+        request = fields.request(
+            messages=messages,
+            system=system,
+            max_tokens=max_tokens,
+            temperature=fields.temperature(data),
+            stop=fields.stop_sequences(data.get("stop"), "stop"),
+            tools=tools,
+            tool_choice=choice,
+        )
         return ClientCall(
             model,
             request,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from orchestrator.types import Message, Request, Result, Tool, ToolCall
+from orchestrator.types import Message, Result, Tool, ToolCall
 from providers.serve import fields
 from providers.serve.call import ClientCall, dumps, new_id, usage_of
 from providers.serve.failures import BadRequest, Failure
@@ -25,20 +25,6 @@ from providers.serve.openai_wire import OpenAIWire
 __all__ = ["ResponsesWire"]
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
-
-def _text(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise BadRequest(f"{where}.content: expected a string or a list of parts")
-    parts = []
-    for i, part in enumerate(content):
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise BadRequest(f"{where}.content[{i}]: only text parts are supported, got {kind!r}")
-        parts.append(fields.require(part, "text", str, f"{where}.content[{i}]."))
-    return "".join(parts)
 
 
 class _History:
@@ -59,7 +45,7 @@ class _History:
         kind = item.get("type", "message")
         if kind == "message":
             role = fields.require(item, "role", str, f"{where}.")
-            text = _text(item.get("content", ""), where)
+            text = fields.text(item.get("content", ""), where, _TEXT_PARTS)
             if role in ("system", "developer"):
                 self.system.append(text)
             elif role == "assistant":
@@ -74,15 +60,12 @@ class _History:
             args = fields.arguments(item.get("arguments", ""), f"{where}.arguments")
             call_id = fields.require(item, "call_id", str, f"{where}.")
             name = fields.require(item, "name", str, f"{where}.")
-            try:
-                self._calls.append(ToolCall(call_id, name, args))
-            except (TypeError, ValueError) as exc:
-                raise BadRequest(f"{where}: {exc}") from None
+            self._calls.append(fields.tool_call(call_id, name, args, where))
         elif kind == "function_call_output":
             self.flush()
             call_id = fields.require(item, "call_id", str, f"{where}.")
             output = item.get("output", "")
-            text = output if isinstance(output, str) else _text(output, where)
+            text = fields.text(output, where, _TEXT_PARTS)
             self.messages.append(Message("tool", text, tool_call_id=call_id))
         elif kind != "reasoning":
             raise BadRequest(f"{where}.type: {kind!r} input items are not supported")
@@ -129,17 +112,14 @@ class ResponsesWire:
             raise BadRequest("previous_response_id: the gateway stores nothing; send the input")
         history = _history(data)
         tools, choice = _tools(data)
-        try:
-            request = Request(
-                messages=history.messages,
-                system="\n\n".join(history.system) if history.system else None,
-                max_tokens=fields.positive_int(data, "max_output_tokens"),
-                temperature=fields.temperature(data),
-                tools=tools,
-                tool_choice=choice,
-            )
-        except (TypeError, ValueError) as exc:
-            raise BadRequest(str(exc)) from None
+        request = fields.request(
+            messages=history.messages,
+            system="\n\n".join(history.system) if history.system else None,
+            max_tokens=fields.positive_int(data, "max_output_tokens"),
+            temperature=fields.temperature(data),
+            tools=tools,
+            tool_choice=choice,
+        )
         return ClientCall(model, request, stream=bool(fields.optional(data, "stream", bool, "")))
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:

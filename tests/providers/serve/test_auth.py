@@ -17,6 +17,12 @@ from tests.conftest import write_chain
 from tests.providers.serve.conftest import UPSTREAM_KEY, Recorder, fallback, gateway
 
 CHAT = "/v1/chat/completions"
+CHAIN = """
+providers:
+  fn: {type: function, path: "json:dumps"}
+agents:
+  m: {providers: [fn]}
+"""
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -99,15 +105,7 @@ def test_no_key_and_a_public_bind_refuses_to_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("FAILOVER_GATEWAY_KEYS", raising=False)
-    chain = write_chain(
-        tmp_path,
-        """
-        providers:
-          fn: {type: function, path: "json:dumps"}
-        agents:
-          m: {providers: [fn]}
-        """,
-    )
+    chain = write_chain(tmp_path, CHAIN)
     assert serve_command.run(_args(chain, "0.0.0.0")) == 2
     err = capsys.readouterr().err
     assert "refusing to listen on 0.0.0.0 with no gateway key" in err
@@ -119,17 +117,7 @@ def test_the_chain_file_names_a_hashed_key_file(
 ) -> None:
     monkeypatch.delenv("FAILOVER_GATEWAY_KEYS", raising=False)
     (tmp_path / "gateway.keys").write_text("not a digest\n")
-    chain = write_chain(
-        tmp_path,
-        """
-        providers:
-          fn: {type: function, path: "json:dumps"}
-        agents:
-          m: {providers: [fn]}
-        gateway:
-          keys_file: gateway.keys
-        """,
-    )
+    chain = write_chain(tmp_path, CHAIN + "gateway:\n  keys_file: gateway.keys\n")
     # The file is read (relative to the chain file): its bad line stops the start.
     assert serve_command.run(_args(chain, "0.0.0.0")) == 2
     assert "gateway.keys:1: expected 'sha256:'" in capsys.readouterr().err
