@@ -320,18 +320,19 @@ async def throughput(sim: Sim, chain: Path, seconds: float, flaky: bool) -> list
     return rows
 
 
-async def latency(sim: Sim, chain: Path, seconds: float) -> dict[str, float]:
+async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, float]:
     sim.defaults({})
     server = gateway(sim, chain)
     try:
         await closed_loop(server.url, 10, 0.5, request_bytes(), Tally())
         direct = await open_loop(
-            sim.url, 1000, seconds, request_bytes(path="/openai/v1/chat/completions")
+            sim.url, rate, seconds, request_bytes(path="/openai/v1/chat/completions")
         )
-        through = await open_loop(server.url, 1000, seconds, request_bytes())
+        through = await open_loop(server.url, rate, seconds, request_bytes())
     finally:
         server.close()
     return {
+        "rate": rate,
         "direct_p50": direct.p(0.5), "direct_p99": direct.p(0.99),
         "gateway_p50": through.p(0.5), "gateway_p99": through.p(0.99),
         "added_p99": through.p(0.99) - direct.p(0.99), "failed": through.failed,
@@ -411,7 +412,7 @@ async def main(args: argparse.Namespace) -> None:
         runs = {
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),
-            "latency": lambda: latency(sim, chain, args.seconds),
+            "latency": lambda: latency(sim, chain, args.seconds, args.rate),
             "sigterm": lambda: sigterm(sim, chain),
             "sigkill": lambda: sigkill(sim, chain),
             "slowloris": lambda: slowloris(sim, chain, args.seconds),
@@ -431,6 +432,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", help="comma-separated scenarios")
+    parser.add_argument("--rate", type=float, default=1000.0, help="latency: requests/s")
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()

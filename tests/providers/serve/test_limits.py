@@ -140,3 +140,33 @@ async def test_metrics_serve_the_telemetry_exposition(monkeypatch: object) -> No
         async with http.get(url + "/metrics") as r:
             assert r.status == 501
             assert "OpenTelemetry" in await r.text()
+
+
+async def test_a_client_that_leaves_cancels_its_run_upstream() -> None:
+    cancelled = asyncio.Event()
+
+    class Hang:
+        name = "hang"
+
+        async def complete(self, request: Request) -> Response:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            raise AssertionError("unreachable")
+
+    async with gateway({"m": FallbackAgent([Hang()])}) as url:
+        port = int(url.rsplit(":", 1)[1])
+        payload = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        writer.close()
+        async with asyncio.timeout(5):
+            await cancelled.wait()
