@@ -11,7 +11,8 @@ throughput  50 keep-alive connections, closed loop: requests/s and server CPU pe
             the gateway (one worker) vs the floor (aiohttp server + one shared ClientSession)
 failover    the same with 30% upstream 503s: the gateway's chain falls over to a second
             route (zero failed client requests expected); the floor passes the 503s on
-latency     open loop at 1,000 requests/s: p50/p99 through the gateway minus direct to upstream
+latency     open loop at 1,000 requests/s (``--rate``): p50/p99 through the gateway and direct
+sequential  one request at a time: p50/p99 direct, through the floor, through the gateway
 sigterm     2 workers, 100 connections, upstream 0.2 s: SIGTERM mid-load; every request
             the gateway forwarded upstream must be answered
 sigkill     4 workers, 200 connections, upstream 0.2 s: SIGKILL one worker; only its
@@ -322,7 +323,7 @@ async def throughput(sim: Sim, chain: Path, seconds: float, flaky: bool) -> list
 
 async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, float]:
     sim.defaults({})
-    server = gateway(sim, chain)
+    server = gateway(sim, chain, cpu=os.environ.get("BENCH_GATEWAY_CPU", "0") or None)
     try:
         await closed_loop(server.url, 10, 0.5, request_bytes(), Tally())
         direct = await open_loop(
@@ -337,6 +338,31 @@ async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
         "gateway_p50": through.p(0.5), "gateway_p99": through.p(0.99),
         "added_p99": through.p(0.99) - direct.p(0.99), "failed": through.failed,
     }  # fmt: skip
+
+
+async def sequential(sim: Sim, chain: Path, calls: int = 1000) -> dict[str, float]:
+    """One request at a time over one connection: latency with no queueing at all."""
+    sim.defaults({})
+    servers = {"floor": floor(sim), "gateway": gateway(sim, chain)}
+    out: dict[str, float] = {}
+    try:
+        targets = [("direct", sim.url, request_bytes(path="/openai/v1/chat/completions"))]
+        targets += [(name, server.url, request_bytes()) for name, server in servers.items()]
+        for name, url, req in targets:
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+            tally = Tally()
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                await exchange(reader, writer, req)
+                tally.latencies.append(time.perf_counter() - t0)
+            writer.close()
+            out[f"{name}_p50"], out[f"{name}_p99"] = tally.p(0.5), tally.p(0.99)
+    finally:
+        for server in servers.values():
+            server.close()
+    out["added_p50_over_floor"] = out["gateway_p50"] - out["floor_p50"]
+    out["added_p99_over_direct"] = out["gateway_p99"] - out["direct_p99"]
+    return out
 
 
 async def sigterm(sim: Sim, chain: Path) -> dict[str, Any]:
@@ -413,6 +439,7 @@ async def main(args: argparse.Namespace) -> None:
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),
             "latency": lambda: latency(sim, chain, args.seconds, args.rate),
+            "sequential": lambda: sequential(sim, chain),
             "sigterm": lambda: sigterm(sim, chain),
             "sigkill": lambda: sigkill(sim, chain),
             "slowloris": lambda: slowloris(sim, chain, args.seconds),
