@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import inspect
 import os
 from typing import Any
 
@@ -12,7 +10,6 @@ from aiohttp import web
 
 __all__ = ["healthz", "metrics", "readyz"]
 
-_PROBE_TIMEOUT = 1.0
 _PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -21,30 +18,23 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "pid": os.getpid()})
 
 
-async def _store_state(store: Any) -> str:
-    """``ok``, ``degraded`` (the shared store did not answer) or ``local`` (in-process)."""
-    ping = getattr(store, "ping", None)
-    if ping is None:
-        return "local"
-    try:
-        async with asyncio.timeout(_PROBE_TIMEOUT):
-            answer = ping()
-            ok = await answer if inspect.isawaitable(answer) else answer
-    except Exception:
-        return "degraded"
-    return "ok" if ok is not False else "degraded"
+def _store_state(store: Any) -> str:
+    """A shared store's ``state`` (``ok``, ``degraded``, ``idle``), or ``local`` (in-process)."""
+    state = getattr(store, "state", None)
+    return state if isinstance(state, str) else "local"
 
 
 async def readyz(request: web.Request) -> web.Response:
     """Ready: the chain is loaded; with a shared health store, whether it answers.
 
     A store that does not answer leaves the gateway ``degraded`` but ready (200):
-    each worker then keeps health in memory, and the chain still serves.
+    each worker then keeps health in memory, and the chain still serves. A store
+    is ``idle`` until the first call syncs it.
     """
     from providers.serve.app import MODELS
 
     models = request.app[MODELS]
-    stores = [await _store_state(s) for s in models.health_stores()]
+    stores = [_store_state(s) for s in models.health_stores()]
     status = "degraded" if "degraded" in stores else "ready"
     return web.json_response({"status": status, "models": len(models.names()), "stores": stores})
 
