@@ -159,7 +159,7 @@ async def test_a_client_that_leaves_cancels_its_run_upstream() -> None:
     async with gateway({"m": FallbackAgent([Hang()])}) as url:
         port = int(url.rsplit(":", 1)[1])
         payload = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
             b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(payload)}\r\n\r\n".encode()
