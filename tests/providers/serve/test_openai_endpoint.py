@@ -219,3 +219,46 @@ async def test_models_lists_agents_and_workflows_for_both_sdks() -> None:
             assert r.status == 404
     assert [m["id"] for m in listing["data"]] == ["cheap", "review"]
     assert listing["data"][0]["object"] == "model" and listing["data"][0]["type"] == "model"
+
+
+async def test_a_gzip_bomb_is_capped_after_inflating() -> None:
+    import gzip
+
+    bomb = gzip.compress(b'{"model": "alpha", "pad": "' + b"x" * (20 << 20) + b'"}')
+    assert len(bomb) < 100_000
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    agents = {"alpha": FallbackAgent([Recorder()])}
+    async with (
+        gateway(agents, max_body_bytes=1 << 20) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, data=bomb, headers=headers) as r,
+    ):
+        assert r.status == 413
+
+
+async def test_a_failure_after_text_ends_the_stream_with_an_error_event() -> None:
+    from orchestrator import Request
+    from orchestrator.errors import ServerError
+
+    class Cut:
+        name = "cut"
+
+        async def complete(self, request: Request) -> Response:
+            raise AssertionError("streams only")
+
+        async def stream(self, request: Request):  # type: ignore[no-untyped-def]
+            yield "partial "
+            raise ServerError("upstream broke", provider="cut", status=502)
+
+    agent = FallbackAgent([Cut()], max_retries=0, mid_stream="raise")
+    async with gateway({"m": agent}) as url, aiohttp.ClientSession() as http:
+        async with http.post(url + CHAT, json=body("m", stream=True)) as r:
+            assert r.status == 200
+            raw = (await r.read()).decode()
+        anthropic = {**body("m", stream=True), "max_tokens": 10}
+        async with http.post(url + "/v1/messages", json=anthropic) as r:
+            events = (await r.read()).decode()
+    data = [line[6:] for line in raw.split("\n") if line.startswith("data: ")]
+    assert json.loads(data[1])["choices"][0]["delta"]["content"] == "partial "
+    assert "error" in json.loads(data[-1]) and "[DONE]" not in data
+    assert events.rstrip().split("\n\n")[-1].startswith("event: error\n")
