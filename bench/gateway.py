@@ -7,6 +7,8 @@ CPU 1; the server under test (the gateway, or the floor) runs alone on CPU 0
 (``taskset``). The load generator speaks raw HTTP/1.1 over keep-alive sockets
 (uvloop when installed) so that it is not the bottleneck. Scenarios:
 
+overhead    50 keep-alive connections, no upstream: the gateway over a function provider vs an
+            aiohttp handler that parses the body and answers a fixed reply
 throughput  50 keep-alive connections, closed loop: requests/s and server CPU per request,
             the gateway (one worker) vs the floor (aiohttp server + one shared ClientSession)
 failover    the same with 30% upstream 503s: the gateway's chain falls over to a second
@@ -50,6 +52,17 @@ agents:
   direct: {providers: [gpt], max_retries: 0, retry_strategy: none}
   fallback: {providers: [gpt, claude], max_retries: 0, retry_strategy: none}
 """
+
+
+# `overhead`: the gateway over a function provider vs an aiohttp handler that parses the body
+# and answers a fixed reply: what the gateway and the engine cost, with no upstream at all.
+FUNCTION_CHAIN = """
+providers:
+  fn: {type: function, path: "bench_reply:reply", run_in_thread: false}
+agents:
+  direct: {providers: [fn], max_retries: 0, retry_strategy: none}
+"""
+FUNCTION = "async def reply(request):\n    return 'pong'\n"
 
 
 def free_port() -> int:
@@ -191,6 +204,29 @@ def run_floor(upstream: str, port: int) -> None:
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
+def run_trivial(port: int) -> None:
+    """Parse the body, answer a fixed chat completion: the least an endpoint can do."""
+    from aiohttp import web
+
+    reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": "pong"}}]})
+
+    async def answer(request: web.Request) -> web.Response:
+        json.loads(await request.read())
+        return web.Response(text=reply, content_type="application/json")
+
+    async def health(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", answer)
+    app.router.add_get("/healthz", health)
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
 # -- the load generator: raw HTTP/1.1 over keep-alive sockets ---------------------------
 
 
@@ -321,6 +357,24 @@ async def throughput(sim: Sim, chain: Path, seconds: float, flaky: bool) -> list
     return rows
 
 
+async def overhead(tmp: Path, seconds: float) -> list[dict[str, Any]]:
+    (tmp / "bench_reply.py").write_text(FUNCTION)
+    chain = tmp / "function.yaml"
+    chain.write_text(FUNCTION_CHAIN)
+    servers = {
+        "aiohttp handler": [sys.executable, str(Path(__file__).resolve()), "--trivial"],
+        "gateway + function provider": [sys.executable, "-m", "providers.serve", str(chain)],
+    }
+    rows = []
+    for name, argv in servers.items():
+        server = Server(argv, "0", {})
+        try:
+            rows.append({"server": name, **await measure(server, 50, seconds, request_bytes())})
+        finally:
+            server.close()
+    return rows
+
+
 async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, float]:
     sim.defaults({})
     server = gateway(sim, chain, cpu=os.environ.get("BENCH_GATEWAY_CPU", "0") or None)
@@ -436,6 +490,7 @@ async def main(args: argparse.Namespace) -> None:
     chain.write_text(CHAIN)
     try:
         runs = {
+            "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),
             "latency": lambda: latency(sim, chain, args.seconds, args.rate),
@@ -462,9 +517,12 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=1000.0, help="latency: requests/s")
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
         run_floor(args.floor, args.port)
+    elif args.trivial:
+        run_trivial(args.port)
     else:
         with contextlib.suppress(ImportError):
             import uvloop
