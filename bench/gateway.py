@@ -20,6 +20,7 @@ sigterm     2 workers, 100 connections, upstream 0.2 s: SIGTERM mid-load; every 
 sigkill     4 workers, 200 connections, upstream 0.2 s: SIGKILL one worker; only its
             in-flight requests may fail, and it is replaced
 slowloris   1,000 connections trickling header lines while 50 normal clients run
+litellm     with ``--litellm BIN``: LiteLLM's proxy, one worker, same routes and loads
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ class Sim:
 class Server:
     """A server under test: the gateway (``--workers N``) or the floor, pinned when asked."""
 
-    def __init__(self, argv: list[str], cpu: str | None, env: dict[str, str]) -> None:
+    def __init__(
+        self, argv: list[str], cpu: str | None, env: dict[str, str], health: str = "/healthz"
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         pin = ["taskset", "-c", cpu] if cpu else []
@@ -145,7 +148,7 @@ class Server:
             [*pin, *argv, "--port", str(self.port)], env={**os.environ, **env},
             stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        wait_http(self.url + "/healthz")
+        wait_http(self.url + health, tries=1200)
 
     def cpu(self) -> float:
         return sum(cpu_seconds(p) for p in [self.proc.pid, *children(self.proc.pid)])
@@ -242,9 +245,13 @@ class Tally:
         return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
 
 
-def request_bytes(model: str = "direct", path: str = "/v1/chat/completions") -> bytes:
+def request_bytes(
+    model: str = "direct", path: str = "/v1/chat/completions", key: str | None = None
+) -> bytes:
     body = BODY.replace(b'"direct"', json.dumps(model).encode())
     head = f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+    if key is not None:
+        head += f"Authorization: Bearer {key}\r\n"
     return head.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
 
 
@@ -375,6 +382,39 @@ async def overhead(tmp: Path, seconds: float) -> list[dict[str, Any]]:
     return rows
 
 
+LITELLM = """
+model_list:
+  - model_name: direct
+    litellm_params: {{model: openai/gpt-sim, api_base: "{sim}/openai/v1", api_key: sk-bench}}
+  - model_name: backup
+    litellm_params: {{model: anthropic/claude-sim, api_base: "{sim}/anthropic", api_key: sk-bench}}
+litellm_settings: {{num_retries: 0, request_timeout: 30}}
+router_settings: {{num_retries: 0, fallbacks: [{{direct: [backup]}}]}}
+"""
+
+
+LITELLM_KEY = "sk-bench-master-key-0123456789abcdef"
+
+
+async def litellm(sim: Sim, tmp: Path, binary: str, seconds: float) -> list[dict[str, Any]]:
+    """LiteLLM's proxy (one worker, CPU 0) on the same routes: healthy, then 30% 503s."""
+    config = tmp / "litellm.yaml"
+    config.write_text(LITELLM.format(sim=sim.url))
+    argv = [binary, "--config", str(config), "--num_workers", "1"]
+    rows = []
+    for flaky in (False, True):
+        spec = {"flaky": 0.3, "seed": 7, "fault": {"status": 503}}
+        sim.defaults({"openai": spec} if flaky else {})
+        env = {"LITELLM_MASTER_KEY": LITELLM_KEY}
+        server = Server(argv, "0", env, health="/health/liveliness")
+        try:
+            row = await measure(server, 50, seconds, request_bytes(key=LITELLM_KEY))
+        finally:
+            server.close()
+        rows.append({"server": "litellm" + (" 30% 503s" if flaky else ""), **row})
+    return rows
+
+
 async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, float]:
     sim.defaults({})
     server = gateway(sim, chain, cpu=os.environ.get("BENCH_GATEWAY_CPU", "0") or None)
@@ -499,6 +539,8 @@ async def main(args: argparse.Namespace) -> None:
             "sigkill": lambda: sigkill(sim, chain),
             "slowloris": lambda: slowloris(sim, chain, args.seconds),
         }
+        if args.litellm:
+            runs["litellm"] = lambda: litellm(sim, tmp, args.litellm, args.seconds)
         for name, run in runs.items():
             if only is None or name in only:
                 print(name, json.dumps(await run(), default=_round), flush=True)
@@ -518,6 +560,9 @@ if __name__ == "__main__":
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--litellm", metavar="BIN", help="also measure this `litellm` proxy (its own venv)"
+    )
     args = parser.parse_args()
     if args.floor:
         run_floor(args.floor, args.port)
