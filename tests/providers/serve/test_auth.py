@@ -124,3 +124,25 @@ def test_the_chain_file_names_a_hashed_key_file(
     chain.write_text(chain.read_text().replace("keys_file", "key_file"))
     assert serve_command.run(_args(chain, "127.0.0.1")) == 2
     assert "gateway.key_file" in capsys.readouterr().err
+
+
+def test_hash_key_prints_a_key_file_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("team-key-1\n"))
+    parser = argparse.ArgumentParser()
+    serve_command.add_arguments(parser)
+    assert serve_command.run(parser.parse_args(["--hash-key"])) == 0
+    line = capsys.readouterr().out.strip()
+    assert line == hash_key("team-key-1") and "team-key-1" not in line
+    assert GatewayKeys.load({}, None).allows("team-key-1") is False
+
+
+def test_serve_is_a_failover_command() -> None:
+    from orchestrator.cli.plugins import load_commands
+
+    commands, problems = load_commands()
+    assert "serve" in commands and not problems
+    assert "OpenAI- and Anthropic-compatible" in commands["serve"].help
