@@ -26,9 +26,13 @@ _MAX_FILE = 1 << 20
 _MAX_KEY = 1024
 
 
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+
+
 def hash_key(key: str) -> str:
     """The key file line for ``key``: ``sha256:<hex>``."""
-    return _PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return _PREFIX + _digest(key).hex()
 
 
 class GatewayKeys:
@@ -44,7 +48,7 @@ class GatewayKeys:
         """Keys from the environment and the key file; ``ValueError`` naming a bad line."""
         env = os.environ if environ is None else environ
         keys = [k.strip() for k in env.get(ENV, "").split(",") if k.strip()]
-        digests = [hashlib.sha256(k.encode()).digest() for k in keys]
+        digests = [_digest(k) for k in keys]
         if key_file:
             digests += _read_file(Path(key_file))
         return cls(digests)
@@ -59,7 +63,7 @@ class GatewayKeys:
         """Whether ``presented`` is one of the keys; every digest is compared, always."""
         if not presented or len(presented) > _MAX_KEY:
             return False
-        digest = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
+        digest = _digest(presented)
         ok = False
         for stored in self._digests:
             ok |= hmac.compare_digest(digest, stored)
