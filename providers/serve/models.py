@@ -93,8 +93,12 @@ class Models:
         return [s for s in stores.values() if s is not None]
 
     async def __aenter__(self) -> Models:
-        for agent in self._agents:
-            await self._stack.enter_async_context(agent)
+        try:
+            for agent in self._agents:
+                await self._stack.enter_async_context(agent)
+        except BaseException:
+            await self._stack.aclose()  # close the ones already entered
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
