@@ -72,3 +72,30 @@ async def test_a_gateway_fault_is_a_500_without_its_message_and_is_reported() ->
     assert "sk-live" not in text and "RuntimeError" in text
     assert [e["event"] for e in logs] == ["gateway_error", "gateway_error"]
     assert logs[0]["error_type"] == "RuntimeError"
+
+
+async def test_agents_entered_are_closed_when_a_later_one_fails_to_enter() -> None:
+    import pytest
+
+    from providers.serve import Models
+
+    closed: list[str] = []
+
+    class Node:
+        health_store = None
+
+        def __init__(self, name: str, fail: bool) -> None:
+            self.name, self.fail = name, fail
+
+        async def __aenter__(self) -> Node:
+            if self.fail:
+                raise OSError("cannot open a pool")
+            return self
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            closed.append(self.name)
+
+    models = Models({"a": Node("a", False), "b": Node("b", True)}, {})
+    with pytest.raises(OSError):
+        await models.__aenter__()
+    assert closed == ["a"]
