@@ -246,6 +246,8 @@ async def _stream(
     try:
         async with model.stream(call.request) as chunks:
             async for chunk in chunks:
+                if not isinstance(chunk, str):  # a tool-call piece: the calls go out at the end
+                    continue
                 if response is None:
                     response = await _open(request, {})
                     await response.write(streamer.start() + streamer.text(chunk))

@@ -262,3 +262,60 @@ async def test_a_failure_after_text_ends_the_stream_with_an_error_event() -> Non
     assert json.loads(data[1])["choices"][0]["delta"]["content"] == "partial "
     assert "error" in json.loads(data[-1]) and "[DONE]" not in data
     assert events.rstrip().split("\n\n")[-1].startswith("event: error\n")
+
+
+async def test_tool_call_deltas_in_a_stream_are_sent_once_the_result_is_known() -> None:
+    # A node whose stream yields what a tools-aware engine yields: text, then tool-call
+    # pieces; the gateway sends the text as it comes and the calls from the result.
+    from orchestrator import Request, Result, ToolCallDelta
+
+    call = ToolCall("call_3", "lookup", {"q": "z"})
+
+    class Chunks:
+        result = Result("looking ", "streams", (), 0.0, tool_calls=(call,))
+
+        async def __aenter__(self) -> Chunks:
+            return self
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            return None
+
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            yield "looking "
+            yield ToolCallDelta(0, "call_3", "lookup", '{"q": ')
+            yield ToolCallDelta(0, None, None, '"z"}')
+
+    class Node:
+        name = "streams"
+        health_store = None
+
+        async def __aenter__(self) -> Node:
+            return self
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            return None
+
+        def stream(self, request: Request) -> Chunks:
+            return Chunks()
+
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    request = body("m", stream=True, tools=tools)
+    async with gateway({"m": Node()}) as url, aiohttp.ClientSession() as http:
+        async with http.post(url + CHAT, json=request) as r:
+            raw = (await r.read()).decode()
+        anthropic = {
+            **request,
+            "max_tokens": 10,
+            "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+        }
+        async with http.post(url + "/v1/messages", json=anthropic) as r:
+            events = (await r.read()).decode()
+    chunks = [json.loads(x[6:]) for x in raw.split("\n") if x.startswith("data: {")]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("content") or "" for d in deltas) == "looking "
+    calls = [tc for d in deltas for tc in d.get("tool_calls", [])]
+    assert [(c["id"], json.loads(c["function"]["arguments"])) for c in calls] == [
+        ("call_3", {"q": "z"})
+    ]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert '"partial_json":"{\\"q\\":\\"z\\"}"' in events and '"stop_reason":"tool_use"' in events
