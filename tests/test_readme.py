@@ -154,6 +154,8 @@ def failover_lines(block: Block, files: set[str]) -> list[tuple[list[str], bool]
     """(argv after ``failover``, whether stdin is piped) for each line to run."""
     out = []
     for raw in block.text.splitlines():
+        if not raw.lstrip().startswith("failover") and "| failover" not in raw:
+            continue  # other commands (curl, export...) are the reader's, not run here
         words = shlex.split(raw, comments=True)
         piped = "|" in words
         if piped:

@@ -31,6 +31,8 @@ class Config:
     agents: dict[str, FallbackAgent]
     workflows: dict[str, Any]
     provider_types: dict[str, str] = field(default_factory=dict)
+    #: The ``gateway:`` section for ``failover serve`` (``keys_file``), as the file set it.
+    gateway: dict[str, Any] = field(default_factory=dict)
 
     @property
     def health_stores(self) -> list[Any]:
@@ -97,4 +99,5 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         agents=agents,
         workflows=workflows,
         provider_types={name: p.type for name, p in spec.providers.items()},
+        gateway=spec.gateway.model_dump(exclude_none=True) if spec.gateway else {},
     )

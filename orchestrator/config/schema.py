@@ -30,6 +30,7 @@ __all__ = [
     "ChainSpec",
     "ChildSpec",
     "FileSpec",
+    "GatewaySpec",
     "PhaseSpec",
     "StepSpec",
     "WorkflowSpec",
@@ -109,10 +110,18 @@ class WorkflowSpec(Spec):
     phases: Annotated[list[PhaseSpec], Field(min_length=1)]
 
 
+class GatewaySpec(Spec):
+    """``gateway:``, read by ``failover serve``: ``keys_file`` holds hashed client keys
+    (relative to the chain file)."""
+
+    keys_file: Annotated[str, Field(min_length=1)] | None = None
+
+
 class FileSpec(Spec):
     providers: dict[Name, dict[str, Any]] = Field(default_factory=dict)
     agents: dict[Name, AgentSpec] = Field(default_factory=dict)
     workflows: dict[Name, WorkflowSpec] = Field(default_factory=dict)
+    gateway: GatewaySpec | None = None
 
 
 @dataclass(frozen=True)
@@ -122,3 +131,4 @@ class ChainSpec:
     providers: dict[str, ProviderSpec]
     agents: dict[str, AgentSpec]
     workflows: dict[str, WorkflowSpec]
+    gateway: GatewaySpec | None = None

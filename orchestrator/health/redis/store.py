@@ -214,6 +214,14 @@ class RedisHealthStore:
             except Exception:  # TimeoutError included
                 await cancel_and_wait(task)
 
+    @property
+    def state(self) -> str:
+        """``"ok"`` (Redis answered the last sync), ``"degraded"`` (it does not answer: local
+        state meanwhile) or ``"idle"`` (not synced yet: no call so far). For readiness probes."""
+        if self._degraded:
+            return "degraded"
+        return "ok" if self._synced else "idle"
+
     def __repr__(self) -> str:
         return f"RedisHealthStore({safe_url(self.url)!r}, key_prefix={self.key_prefix!r})"
 

@@ -1,0 +1,289 @@
+"""The gateway as an aiohttp application: routes, auth, load shedding, and the run of a call.
+
+``build_app(models, keys, settings)`` returns the :class:`aiohttp.web.Application`;
+:mod:`providers.serve.server` runs it. Every model endpoint follows the same
+steps: shed load (503 beyond ``max_in_flight``), authenticate, read the body
+within its cap and deadline, parse it in the client's wire format, find the
+model, run or stream it, and answer in the same format, errors included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from orchestrator.errors import FallbackError
+from orchestrator.events import emit, error_fields
+from orchestrator.types import Result
+from providers.serve import anthropic_wire
+from providers.serve.anthropic_wire import AnthropicWire
+from providers.serve.auth import GatewayKeys, presented_key
+from providers.serve.call import ClientCall, Wire, dumps
+from providers.serve.failures import BadRequest, Failure, failure_of
+from providers.serve.fields import body_object
+from providers.serve.models import Model, Models
+from providers.serve.openai_wire import OpenAIWire
+from providers.serve.probes import healthz, metrics, readyz
+from providers.serve.responses_wire import ResponsesWire
+from providers.serve.settings import GatewaySettings
+from providers.serve.tokens import estimate_tokens
+
+__all__ = ["MODELS", "build_app"]
+
+MODELS: web.AppKey[Models] = web.AppKey("models", Models)
+_KEYS: web.AppKey[GatewayKeys] = web.AppKey("keys", GatewayKeys)
+_SETTINGS: web.AppKey[GatewaySettings] = web.AppKey("settings", GatewaySettings)
+_LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
+
+_OPENAI = OpenAIWire()
+_ANTHROPIC = AnthropicWire()
+_RESPONSES = ResponsesWire()
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> web.Application:
+    """The gateway's routes over ``models``; an empty ``keys`` lets every client in."""
+    app = web.Application(client_max_size=settings.max_body_bytes)
+    app[MODELS] = models
+    app[_KEYS] = keys
+    app[_SETTINGS] = settings
+    app[_LOAD] = [0]
+    app.router.add_get("/", healthz)  # clients probe the base URL (Claude Code sends HEAD /)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", _guarded(metrics))
+    app.router.add_get("/v1/models", _guarded(_list_models))
+    app.router.add_get("/v1/models/{name}", _guarded(_one_model))
+    app.router.add_post("/v1/chat/completions", _endpoint(_OPENAI))
+    app.router.add_post("/v1/responses", _endpoint(_RESPONSES))
+    app.router.add_post("/v1/messages", _endpoint(_ANTHROPIC))
+    app.router.add_post("/v1/messages/count_tokens", _count_tokens)
+    return app
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, text=dumps(body), content_type="application/json", headers=headers
+    )
+
+
+def _failure(wire: Wire, failure: Failure, attempts: int | None = None) -> web.Response:
+    status, body = wire.error(failure)
+    headers = {}
+    if failure.retry_after is not None and status >= 400:
+        headers["Retry-After"] = str(failure.retry_after)
+    if attempts is not None:
+        headers["x-failover-attempts"] = str(attempts)
+    return _json(status, body, headers)
+
+
+def _authenticated(request: web.Request) -> bool:
+    keys = request.app[_KEYS]
+    if not keys:
+        return True
+    headers = request.headers
+    return keys.allows(presented_key(headers.get("Authorization"), headers.get("x-api-key")))
+
+
+def _refused() -> Failure:
+    return Failure(
+        401,
+        "authentication",
+        "a valid gateway key is required (Authorization: Bearer KEY or x-api-key: KEY)",
+    )
+
+
+def _guarded(handler: Any) -> Any:
+    """``handler`` behind the gateway key (errors in OpenAI's shape: these are GET routes)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        if not _authenticated(request):
+            return _failure(_OPENAI, _refused())
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    return guarded
+
+
+async def _list_models(request: web.Request) -> web.Response:
+    # One list both SDKs read: OpenAI's fields and Anthropic's side by side.
+    data = [_model_entry(name) for name in request.app[MODELS].names()]
+    body = {
+        "object": "list",
+        "data": data,
+        "has_more": False,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+    }
+    return _json(200, body)
+
+
+def _model_entry(name: str) -> dict[str, Any]:
+    return {
+        "id": name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "failover",
+        "type": "model",
+        "display_name": name,
+        "created_at": "1970-01-01T00:00:00Z",
+    }
+
+
+async def _one_model(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if request.app[MODELS].get(name) is None:
+        return _failure(_OPENAI, _unknown_model(request, name))
+    return _json(200, _model_entry(name))
+
+
+def _unknown_model(request: web.Request, name: str) -> Failure:
+    names = request.app[MODELS].names()
+    shown = name if len(name) <= 64 else name[:64] + "..."
+    return Failure(404, "not_found", f"no model {shown!r}; available: {', '.join(names)}")
+
+
+async def _read_body(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object within the cap (413) and the deadline (408)."""
+    settings = request.app[_SETTINGS]
+    length = request.content_length
+    too_large = BadRequest(
+        f"the body passed {settings.max_body_bytes} bytes", status=413, kind="too_large"
+    )
+    if length is not None and length > settings.max_body_bytes:
+        raise too_large
+    try:
+        async with asyncio.timeout(settings.body_timeout):
+            raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise too_large from None
+    except TimeoutError:
+        raise BadRequest(
+            f"the body did not arrive within {settings.body_timeout:g}s", status=408
+        ) from None
+    return body_object(raw)
+
+
+class _Slot:
+    """One of the worker's ``max_in_flight`` places; ``taken`` is False when none was free."""
+
+    def __init__(self, app: web.Application) -> None:
+        self._load = app[_LOAD]
+        self.taken = self._load[0] < app[_SETTINGS].max_in_flight
+        if self.taken:
+            self._load[0] += 1
+
+    def __enter__(self) -> _Slot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.taken:
+            self._load[0] -= 1
+
+
+_BUSY = Failure(503, "overloaded", "the gateway is at its in-flight limit; retry shortly", 1)
+
+
+def _endpoint(wire: Wire) -> Any:
+    """The handler of a model endpoint speaking ``wire``."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        with _Slot(request.app) as slot:
+            if not slot.taken:
+                return _failure(wire, _BUSY)
+            if not _authenticated(request):
+                return _failure(wire, _refused())
+            try:
+                call = wire.parse(await _read_body(request))
+            except BadRequest as exc:
+                return _failure(wire, failure_of(exc))
+            model = request.app[MODELS].get(call.model)
+            if model is None:
+                return _failure(wire, _unknown_model(request, call.model))
+            if call.stream:
+                return await _stream(request, wire, call, model)
+            return await _whole(wire, call, model)
+
+    return handle
+
+
+def _result_headers(result: Result) -> dict[str, str]:
+    headers = {"x-failover-attempts": str(len(result.attempts))}
+    if result.handled_by is not None:
+        headers["x-failover-handled-by"] = result.handled_by
+    return headers
+
+
+async def _whole(wire: Wire, call: ClientCall, model: Model) -> web.Response:
+    try:
+        result = await model.run(call.request)
+    except Exception as exc:
+        return _failure(wire, _failed(exc), _attempts(exc))
+    return _json(200, wire.reply(call, result), _result_headers(result))
+
+
+def _failed(error: BaseException) -> Failure:
+    """``failure_of(error)``; a gateway fault (not a provider's) is also reported as an event."""
+    failure = failure_of(error)
+    if failure.kind == "internal":
+        emit("error", "gateway_error", **error_fields(error))
+    return failure
+
+
+def _attempts(error: BaseException) -> int | None:
+    return len(error.attempts) if isinstance(error, FallbackError) else None
+
+
+async def _stream(
+    request: web.Request, wire: Wire, call: ClientCall, model: Model
+) -> web.StreamResponse:
+    """Stream text as it arrives; the status line waits for the first chunk, so a chain that
+    fails before any text still gets a proper error status."""
+    streamer = wire.streamer(call)
+    response: web.StreamResponse | None = None
+    try:
+        async with model.stream(call.request) as chunks:
+            async for chunk in chunks:
+                if not isinstance(chunk, str):  # a tool-call piece: the calls go out at the end
+                    continue
+                if response is None:
+                    response = await _open(request, {})
+                    await response.write(streamer.start() + streamer.text(chunk))
+                else:
+                    await response.write(streamer.text(chunk))
+            result = chunks.result
+    except ConnectionResetError:  # the client left: the run was cancelled on the way out
+        return response or web.Response(status=499)
+    except Exception as exc:
+        if response is None:
+            return _failure(wire, _failed(exc), _attempts(exc))
+        await response.write(streamer.error(_failed(exc)))
+        return response
+    if response is None:  # no text: tool calls only, or an empty reply
+        response = await _open(request, _result_headers(result))
+        await response.write(streamer.start())
+    await response.write(streamer.end(result))
+    await response.write_eof()
+    return response
+
+
+async def _open(request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
+    response = web.StreamResponse(status=200, headers={**_SSE_HEADERS, **headers})
+    await response.prepare(request)
+    return response
+
+
+async def _count_tokens(request: web.Request) -> web.StreamResponse:
+    if not _authenticated(request):
+        return _failure(_ANTHROPIC, _refused())
+    try:
+        model, parsed = anthropic_wire.parse_request(
+            await _read_body(request), need_max_tokens=False
+        )
+    except BadRequest as exc:
+        return _failure(_ANTHROPIC, failure_of(exc))
+    if request.app[MODELS].get(model) is None:
+        return _failure(_ANTHROPIC, _unknown_model(request, model))
+    return _json(200, {"input_tokens": estimate_tokens(parsed)})

@@ -1,0 +1,77 @@
+"""A client's request as the gateway runs it, and what a wire format must provide."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from orchestrator.types import Request, Result, Usage
+from providers.serve.failures import Failure
+
+__all__ = ["ClientCall", "Streamer", "Wire", "dumps", "new_id", "usage_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCall:
+    """What the client asked for: which model, the :class:`Request`, and how to answer."""
+
+    model: str
+    request: Request
+    stream: bool = False
+    include_usage: bool = False
+
+
+class Streamer(Protocol):
+    """Writes one streamed reply in a wire format, as bytes for the socket."""
+
+    def start(self) -> bytes:
+        """The events before the first text delta (sent with the first content)."""
+
+    def text(self, chunk: str) -> bytes:
+        """One text delta."""
+
+    def end(self, result: Result) -> bytes:
+        """The tool calls, the finish reason, usage and the terminator."""
+
+    def error(self, failure: Failure) -> bytes:
+        """An error after the stream began (the status line is already sent)."""
+
+
+class Wire(Protocol):
+    """A client wire format: parse its requests, write its replies and errors."""
+
+    def parse(self, data: dict[str, Any]) -> ClientCall:
+        """The client's JSON body as a call (raises ``BadRequest``)."""
+
+    def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
+        """A whole (non-streamed) reply."""
+
+    def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
+        """Status and body for a failure, in this format."""
+
+    def streamer(self, call: ClientCall) -> Streamer:
+        """A writer for one streamed reply."""
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON for the wire."""
+    return _ENCODER.encode(value)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh reply id such as ``chatcmpl-...`` or ``msg_...``."""
+    return prefix + secrets.token_hex(12)
+
+
+def usage_of(result: Result) -> Usage:
+    """The winning attempt's token counts (what this reply cost the client; zeros when the
+    provider did not say). Failed attempts' tokens are the gateway's cost, not the reply's."""
+    for attempt in reversed(result.attempts):
+        if attempt.ok:
+            return attempt.usage or Usage()
+    return Usage()

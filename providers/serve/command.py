@@ -1,0 +1,163 @@
+"""``failover serve CHAIN``: the gateway as a ``failover`` sub-command (entry point
+``failover.commands``; see :mod:`orchestrator.cli.plugins`)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import ConfigError, load_config
+from providers.serve.auth import ENV, GatewayKeys, hash_key, is_loopback
+from providers.serve.settings import GatewaySettings
+
+__all__ = ["command", "main"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The gateway's options."""
+    parser.add_argument("chain", nargs="?", help="the chain file (YAML or TOML)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port (8080; 0 = any free one)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    parser.add_argument(
+        "--keys-file", help="file of hashed gateway keys (lines 'sha256:<hex>'); see --hash-key"
+    )
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=256,
+        help="requests at once per worker before 503 (256)",
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=16 * 1024 * 1024, help="largest request body (16 MiB)"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=15.0,
+        help="seconds a connection may take to send a request head (15)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds in-flight requests get to finish after SIGTERM (30)",
+    )
+    parser.add_argument(
+        "--hash-key",
+        action="store_true",
+        help="read a key on stdin and print its key-file line, then exit",
+    )
+
+
+def _settings(args: argparse.Namespace) -> GatewaySettings:
+    return GatewaySettings(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        max_in_flight=args.max_in_flight,
+        max_body_bytes=args.max_body_bytes,
+        idle_timeout=args.idle_timeout,
+        grace=args.grace,
+    )
+
+
+def _hash_key() -> int:
+    key = getpass.getpass("key: ") if sys.stdin.isatty() else sys.stdin.readline().strip()
+    if not key:
+        print("error: no key on stdin", file=sys.stderr)
+        return 2
+    print(hash_key(key))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean drain, 2 on a usage or chain file problem."""
+    if args.hash_key:
+        return _hash_key()
+    if not args.chain:
+        print("error: failover serve: give the chain file: failover serve CHAIN", file=sys.stderr)
+        return 2
+    try:
+        settings = _settings(args)
+        config = load_config(args.chain)  # fail here, once, with the file's own messages
+        keys_file = args.keys_file or _named_keys_file(config)
+        keys = GatewayKeys.load(key_file=keys_file)
+    except (ValueError, TypeError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not keys and not is_loopback(settings.host):
+        print(
+            f"error: failover serve: refusing to listen on {settings.host} with no gateway key: "
+            f"anyone who can reach it could spend your provider keys. Set {ENV}=key1,key2 or "
+            "--keys-file FILE, or bind 127.0.0.1",
+            file=sys.stderr,
+        )
+        return 2
+    return _start(args.chain, keys_file, keys, settings)
+
+
+def _named_keys_file(config: Any) -> str | None:
+    """The chain file's ``gateway: {keys_file: ...}``, relative to the chain file."""
+    named = config.gateway.get("keys_file")
+    return None if named is None else str(Path(config.path).parent / Path(named).expanduser())
+
+
+def _announce(settings: GatewaySettings, keys: GatewayKeys) -> None:
+    auth = f"{len(keys)} gateway key(s)" if keys else "no key (loopback only)"
+    print(
+        f"failover serve: http://{settings.host}:{settings.port} "
+        f"({settings.workers} worker(s), {auth})",
+        flush=True,
+    )
+
+
+def _start(chain: str, keys_file: str | None, keys: GatewayKeys, settings: GatewaySettings) -> int:
+    from dataclasses import replace
+
+    try:
+        if settings.workers > 1:
+            from providers.serve.workers import run_workers
+
+            return run_workers(
+                chain,
+                keys_file,
+                settings,
+                lambda port: _announce(replace(settings, port=port), keys),
+            )
+        from providers.serve.server import listen_socket, run_worker
+
+        sock = listen_socket(settings.host, settings.port, reuse_port=False)
+        ready = replace(settings, port=sock.getsockname()[1])
+        run_worker(chain, keys, settings, sock, lambda: _announce(ready, keys))
+    except OSError as exc:
+        print(f"error: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+class _Serve:
+    """``failover serve``: the plug-in command (help, options, run)."""
+
+    help = "serve every agent of a chain file as an OpenAI- and Anthropic-compatible endpoint"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_arguments(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return run(args)
+
+
+command = _Serve()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m providers.serve``: parse ``argv`` and run the gateway."""
+    parser = argparse.ArgumentParser(prog="python -m providers.serve", description=_Serve.help)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,105 @@
+"""The models a gateway serves: each agent and each workflow of a chain file, by name."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from orchestrator.types import Request, Result
+
+__all__ = ["Chunks", "Model", "Models"]
+
+
+class Chunks(Protocol):
+    """A running stream: text chunks, then ``result`` (``FallbackAgent.stream``'s shape)."""
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+    @property
+    def result(self) -> Result: ...
+
+
+@dataclass(frozen=True)
+class Model:
+    """One served model: an agent (streams) or a workflow (answers whole, as one chunk)."""
+
+    name: str
+    node: Any
+    kind: str  # "agent" or "workflow"
+
+    async def run(self, request: Request) -> Result:
+        """Run the agent or workflow once."""
+        if self.kind == "agent":
+            result: Result = await self.node.run(request)
+            return result
+        started = time.monotonic()
+        response = await self.node.complete(request)
+        return Result(
+            response.text,
+            response.model,
+            (),
+            time.monotonic() - started,
+            tool_calls=response.tool_calls,
+        )
+
+    def stream(self, request: Request) -> AbstractAsyncContextManager[Chunks]:
+        """``async with model.stream(request) as s: async for chunk in s``, then ``s.result``."""
+        if self.kind == "agent":
+            stream: AbstractAsyncContextManager[Chunks] = self.node.stream(request)
+            return stream
+        return _whole(self, request)
+
+
+class _Whole:
+    def __init__(self, result: Result) -> None:
+        self.result = result
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        if self.result.text:
+            yield self.result.text
+
+
+@asynccontextmanager
+async def _whole(model: Model, request: Request) -> AsyncIterator[Chunks]:
+    yield _Whole(await model.run(request))
+
+
+class Models:
+    """The served models by name, entered (connection pools open) for the gateway's life."""
+
+    def __init__(self, agents: Mapping[str, Any], workflows: Mapping[str, Any]) -> None:
+        self.by_name: dict[str, Model] = {n: Model(n, a, "agent") for n, a in agents.items()}
+        self.by_name.update({n: Model(n, w, "workflow") for n, w in workflows.items()})
+        self._agents = list(agents.values())
+        self._stack = AsyncExitStack()
+
+    @classmethod
+    def from_config(cls, config: Any) -> Models:
+        """The agents and workflows of a loaded chain file (``orchestrator.config.Config``)."""
+        return cls(config.agents, config.workflows)
+
+    def get(self, name: str) -> Model | None:
+        return self.by_name.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.by_name)
+
+    def health_stores(self) -> list[Any]:
+        """The distinct health stores the agents share (for ``/readyz``)."""
+        stores = {id(a.health_store): a.health_store for a in self._agents}
+        return [s for s in stores.values() if s is not None]
+
+    async def __aenter__(self) -> Models:
+        try:
+            for agent in self._agents:
+                await self._stack.enter_async_context(agent)
+        except BaseException:
+            await self._stack.aclose()  # close the ones already entered
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stack.aclose()

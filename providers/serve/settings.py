@@ -1,0 +1,41 @@
+"""The gateway's knobs: where to listen and the limits that protect it from its clients."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.units import seconds
+
+__all__ = ["GatewaySettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    """Listening address, worker count and per-worker limits.
+
+    ``max_in_flight`` model requests at once per worker (more: 503 + ``Retry-After``);
+    ``max_body_bytes`` per request body (more: 413); ``idle_timeout`` seconds for a
+    connection to deliver a complete request head, after connecting or after its last
+    reply (a slow or silent client is disconnected); ``body_timeout`` seconds to
+    receive a body (then 408); ``grace`` seconds for in-flight requests to finish
+    once SIGTERM arrives.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 1
+    max_in_flight: int = 256
+    max_body_bytes: int = 16 * 1024 * 1024
+    idle_timeout: float = 15.0
+    body_timeout: float = 30.0
+    grace: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "max_in_flight", "max_body_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"GatewaySettings.{name}={value!r} must be a positive int")
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ValueError(f"GatewaySettings.port={self.port!r} must be 0-65535")
+        for name in ("idle_timeout", "body_timeout", "grace"):
+            object.__setattr__(self, name, seconds(getattr(self, name), f"GatewaySettings.{name}"))

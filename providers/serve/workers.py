@@ -1,0 +1,126 @@
+"""``--workers N``: N worker processes on one port, replaced when they die, drained on SIGTERM.
+
+The supervisor binds the port first with ``SO_REUSEPORT`` (so ``--port 0`` picks
+one port for all) without listening on it; each worker binds the same port and
+listens, and the kernel spreads new connections over the workers. A worker that
+exits while the supervisor is not stopping is replaced. SIGTERM (or SIGINT) is
+passed to every worker, which drains (see :mod:`providers.serve.server`); workers
+still running after the grace period are killed. Health (circuits, cooldowns,
+the retry budget) is shared between workers only through a shared store such as
+the chain file's Redis health store; ``health: true`` keeps it per worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from multiprocessing.connection import wait
+from typing import Any
+
+from providers.serve.auth import GatewayKeys
+from providers.serve.server import listen_socket, run_worker
+from providers.serve.settings import GatewaySettings
+
+__all__ = ["run_workers"]
+
+#: A worker that dies sooner than this after starting counts towards giving up.
+_EARLY = 2.0
+#: Give up after this many early deaths in a row (a broken chain file, a port in use).
+_MAX_EARLY = 5
+_KILL_AFTER = 5.0
+
+
+@dataclass(frozen=True)
+class _Job:
+    chain: str
+    keys_file: str | None
+    settings: GatewaySettings
+
+
+def _worker(job: _Job) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor sends SIGTERM
+    keys = GatewayKeys.load(key_file=job.keys_file)
+    sock = listen_socket(job.settings.host, job.settings.port, reuse_port=True)
+    run_worker(job.chain, keys, job.settings, sock)
+
+
+class _Supervisor:
+    def __init__(self, job: _Job) -> None:
+        self._job = job
+        self._ctx = multiprocessing.get_context("spawn")
+        self._procs: dict[Any, tuple[Any, float]] = {}  # sentinel -> (process, started)
+        self._stopping = False
+        self._early = 0
+
+    def _start(self) -> None:
+        proc = self._ctx.Process(target=_worker, args=(self._job,), daemon=False)
+        proc.start()
+        self._procs[proc.sentinel] = (proc, time.monotonic())
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self._stopping = True
+        for proc, _ in self._procs.values():
+            if proc.is_alive() and proc.pid is not None:
+                os.kill(proc.pid, signal.SIGTERM)
+
+    def run(self) -> int:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._stop)
+        for _ in range(self._job.settings.workers):
+            self._start()
+        while self._procs and not self._stopping:
+            for sentinel in wait(list(self._procs), timeout=0.5):
+                if self._reap(sentinel) and not self._stopping:
+                    self._start()
+            if self._early >= _MAX_EARLY:
+                print("failover serve: workers keep dying at start; giving up", file=sys.stderr)
+                self._stop(signal.SIGTERM, None)
+                return 1
+        return self._drain()
+
+    def _reap(self, sentinel: Any) -> bool:
+        """Forget a dead worker; True when it should be replaced."""
+        proc, started = self._procs.pop(sentinel)
+        proc.join()
+        if self._stopping:
+            return False
+        early = time.monotonic() - started < _EARLY
+        self._early = self._early + 1 if early else 0
+        print(
+            f"failover serve: worker {proc.pid} exited with {proc.exitcode}; replacing it",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
+
+    def _drain(self) -> int:
+        deadline = time.monotonic() + self._job.settings.grace + _KILL_AFTER
+        for proc, _ in list(self._procs.values()):
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        return 0
+
+
+def run_workers(
+    chain: str,
+    keys_file: str | None,
+    settings: GatewaySettings,
+    announce: Callable[[int], None] | None = None,
+) -> int:
+    """Run the supervisor until SIGTERM/SIGINT; the exit code (0 after a clean drain)."""
+    reserve = listen_socket(settings.host, settings.port, reuse_port=True, listen=False)
+    try:
+        port = reserve.getsockname()[1]
+        job = _Job(chain, keys_file, replace(settings, port=port))
+        if announce is not None:
+            announce(port)
+        return _Supervisor(job).run()
+    finally:
+        reserve.close()

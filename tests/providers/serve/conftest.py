@@ -1,0 +1,70 @@
+"""A gateway on loopback for the tests: same event loop, real HTTP, real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from orchestrator import FallbackAgent, Request, Response
+from providers import AnthropicMessages, OpenAIChat, SimulatedServer
+from providers.serve import GatewayKeys, GatewaySettings, Models
+from providers.serve.server import listen_socket, serve
+
+UPSTREAM_KEY = "sk-upstream-secret-0123456789"
+
+
+@asynccontextmanager
+async def gateway(
+    agents: Mapping[str, Any],
+    *,
+    workflows: Mapping[str, Any] | None = None,
+    keys: GatewayKeys | None = None,
+    **limits: Any,
+) -> AsyncIterator[str]:
+    """Serve ``agents`` on 127.0.0.1 (any free port); yields the base URL."""
+    settings = GatewaySettings(port=0, **limits)
+    sock = listen_socket("127.0.0.1", 0, reuse_port=False)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    stop = asyncio.Event()
+    ready = asyncio.Event()
+    async with Models(agents, workflows or {}) as models:
+        task = asyncio.create_task(
+            serve(models, keys or GatewayKeys(), settings, sock, stop, ready.set)
+        )
+        await ready.wait()
+        try:
+            yield url
+        finally:
+            stop.set()
+            await task
+
+
+def fallback(sim: SimulatedServer, **kwargs: Any) -> FallbackAgent:
+    """The chain of the issue: simulated Anthropic first, simulated OpenAI second."""
+    return FallbackAgent(
+        [
+            AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key=UPSTREAM_KEY),
+            OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=UPSTREAM_KEY),
+        ],
+        retry_strategy="none",
+        max_retries=0,
+        **kwargs,
+    )
+
+
+class Recorder:
+    """A provider that records each request and answers with ``reply``."""
+
+    def __init__(self, reply: Response | str | BaseException = "ok", name: str = "fn") -> None:
+        self.name = name
+        self.reply = reply
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request) -> Response:
+        self.requests.append(request)
+        await asyncio.sleep(0)
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply if isinstance(self.reply, Response) else Response(self.reply)
