@@ -40,3 +40,28 @@ async def test_sync_gives_up_on_an_unreachable_redis_and_says_so(prefix: str) ->
         assert store.admit("primary").allowed  # alone, as whenever Redis is away
     finally:
         await store.aclose()
+
+
+async def test_sync_returns_at_once_when_redis_refuses(prefix: str) -> None:
+    # Nothing listens: the connection is refused in a millisecond, so waiting out the
+    # limit would only delay every `failover run` made while Redis is down.
+    store = RedisHealthStore(f"redis://127.0.0.1:{free_port()}/0", key_prefix=prefix)
+    started = time.monotonic()
+    try:
+        assert await store.sync(["primary"], timeout=20.0) is False
+        assert time.monotonic() - started < 5
+    finally:
+        await store.aclose()
+
+
+async def test_sync_returns_at_once_on_a_wrong_password(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    url = redis_server.url.replace("redis://", "redis://nobody:wrong-password@", 1)
+    store = RedisHealthStore(url, key_prefix=prefix)
+    started = time.monotonic()
+    try:
+        assert await store.sync(["primary"], timeout=20.0) is False
+        assert time.monotonic() - started < 5
+    finally:
+        await store.aclose()
