@@ -238,3 +238,32 @@ async def test_a_hundred_runs_with_a_raising_on_fallback_all_fail_over() -> None
     )
     results = await asyncio.gather(*(agent.run(f"r{i}") for i in range(100)))
     assert {r.handled_by for r in results} == {"b"}
+
+
+@pytest.mark.parametrize(
+    ("message", "secret"),
+    [
+        ("upstream said 401 to Authorization: Bearer eyJhbGciOi.payload.sig9", "eyJhbGciOi"),
+        ("request with api_key=plainsecret99 rejected", "plainsecret99"),
+        ('body {"api_key": "hunter2hunter2"} refused', "hunter2hunter2"),
+        ("x-api-key: abcd1234efgh5678 is not valid", "abcd1234efgh5678"),
+        ("login failed: password=correct-horse", "correct-horse"),
+        ("access_token: ya29.a0AfH6SMB is expired", "ya29.a0AfH6SMB"),
+    ],
+)
+async def test_fallback_error_text_masks_credentials_that_are_not_key_shaped(
+    clock: FakeClock, message: str, secret: str
+) -> None:
+    # A user's provider raising a taxonomy error may quote a header or a form field: the
+    # credential is not key-shaped (no sk- prefix) but its name says what it is.
+    agent = FallbackAgent([Scripted("a", [ServerError(message, status=503)])], max_retries=0)
+    with pytest.raises(FallbackError) as info:
+        await agent.run("hi")
+    assert secret not in str(info.value) and "***" in str(info.value)
+
+
+def test_masking_credentials_keeps_ordinary_words() -> None:
+    from orchestrator.secrets import scrub
+
+    plain = "max_tokens: 200 exceeds the window; input_tokens=5000; Bearer; check the key"
+    assert scrub(plain) == plain
