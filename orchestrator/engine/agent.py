@@ -18,6 +18,7 @@ from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
+from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
@@ -40,7 +41,7 @@ MidStream = Literal["raise", "continue"]
 SchemaT = TypeVar("SchemaT", default=None)
 
 
-class FallbackAgent:
+class FallbackAgent(KeywordChecked):
     """An ordered chain of providers (or other chains): the first success wins.
 
     Each child is retried under its :class:`RetryPolicy` (per-child overrides in

@@ -267,3 +267,27 @@ def test_masking_credentials_keeps_ordinary_words() -> None:
 
     plain = "max_tokens: 200 exceeds the window; input_tokens=5000; Bearer; check the key"
     assert scrub(plain) == plain
+
+
+@pytest.mark.parametrize(
+    ("keywords", "says"),
+    [
+        ({"retries": 3}, "did you mean 'max_retries'?"),
+        ({"on_fallbak": print}, "did you mean 'on_fallback'?"),
+        ({"retry_stratgy": "linear"}, "did you mean 'retry_strategy'?"),
+    ],
+)
+def test_fallback_agent_keyword_typos_suggest_the_name_meant(
+    keywords: dict[str, object], says: str
+) -> None:
+    # Providers already do this; the agent is where most keywords are written.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent([Scripted("a", ["ok"])], **keywords)  # type: ignore[arg-type]
+    assert says in str(info.value) and "FallbackAgent()" in str(info.value)
+
+
+def test_fallback_agent_providers_keyword_says_they_come_first() -> None:
+    # The chain file's key is `providers:`; in Python the list is the first argument.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent(providers=[Scripted("a", ["ok"])])  # type: ignore[call-arg]
+    assert "FallbackAgent([first, second, ...]" in str(info.value)
