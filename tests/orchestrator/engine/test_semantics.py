@@ -291,3 +291,10 @@ def test_fallback_agent_providers_keyword_says_they_come_first() -> None:
     with pytest.raises(TypeError) as info:
         FallbackAgent(providers=[Scripted("a", ["ok"])])  # type: ignore[call-arg]
     assert "FallbackAgent([first, second, ...]" in str(info.value)
+
+
+def test_only_refuses_an_empty_tuple() -> None:
+    # only(tuple(my_list)) with an empty list would silently retry nothing or, as
+    # fallback_on=, turn failover off: the very surprise only(...) exists to make explicit.
+    with pytest.raises(TypeError, match=r"only\(\(\)\): an empty tuple matches no error"):
+        only(())  # type: ignore[arg-type]
