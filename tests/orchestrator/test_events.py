@@ -75,3 +75,21 @@ def test_capture_events_restores_the_structlog_configuration_it_found(clock: Fak
         structlog.reset_defaults()
         if was_configured:
             structlog.configure(**saved)
+
+
+def test_capture_events_works_with_processors_configured_as_a_tuple(clock: FakeClock) -> None:
+    # structlog.configure accepts any sequence; capture_logs alone needs a list (.copy()).
+    import structlog
+
+    was_configured, saved = structlog.is_configured(), structlog.get_config()
+    try:
+        mine = (structlog.processors.KeyValueRenderer(),)
+        structlog.configure(processors=mine)
+        with capture_events() as captured:
+            FallbackAgent([Scripted("a", ["ok"])], clock=clock).run_sync("x")
+        assert any(e["event"] == "run_succeeded" for e in captured)
+        assert structlog.get_config()["processors"] == mine
+    finally:
+        structlog.reset_defaults()
+        if was_configured:
+            structlog.configure(**saved)
