@@ -16,6 +16,7 @@ from typing_extensions import TypeVar
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
+from orchestrator.engine.hooks import check_hooks
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
 from orchestrator.keywords import KeywordChecked
@@ -125,16 +126,16 @@ class FallbackAgent(KeywordChecked):
         if mid_stream not in ("raise", "continue"):
             raise ValueError(f"mid_stream: {mid_stream!r} is not one of raise, continue")
         self.mid_stream: MidStream = mid_stream
-        for hook_name, hook in (
-            ("accept", accept),
-            ("on_fallback", on_fallback),
-            ("on_all_failed", on_all_failed),
-            ("on_retry", on_retry),
-            ("before_fallback", before_fallback),
-            ("best_effort", best_effort),
-        ):
-            if hook is not None and not callable(hook):
-                raise TypeError(f"{hook_name}: expected a callable, got {type(hook).__name__}")
+        check_hooks(
+            {
+                "accept": accept,
+                "on_fallback": on_fallback,
+                "on_all_failed": on_all_failed,
+                "on_retry": on_retry,
+                "before_fallback": before_fallback,
+                "best_effort": best_effort,
+            }
+        )
         self.accept = accept
         self.on_fallback = on_fallback
         # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).

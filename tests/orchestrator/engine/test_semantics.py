@@ -298,3 +298,33 @@ def test_only_refuses_an_empty_tuple() -> None:
     # fallback_on=, turn failover off: the very surprise only(...) exists to make explicit.
     with pytest.raises(TypeError, match=r"only\(\(\)\): an empty tuple matches no error"):
         only(())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("hook", "fn", "says"),
+    [
+        ("on_fallback", lambda frm, to: None, "on_fallback(from_name, to_name, error)"),
+        ("on_retry", lambda name, error: None, "on_retry(name, attempt, error, delay)"),
+        ("on_all_failed", lambda: None, "on_all_failed(errors)"),
+        ("accept", lambda result, extra: True, "accept(result)"),
+        ("before_fallback", lambda request: request, "before_fallback(request, reason)"),
+    ],
+)
+def test_a_hook_that_cannot_take_its_arguments_is_refused_when_built(
+    hook: str, fn: Any, says: str
+) -> None:
+    # An observational hook that raises no longer stops the run, so one with the wrong
+    # signature would fail silently on every call: say so once, when the agent is built.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent([Scripted("a", ["ok"])], **{hook: fn})
+    assert says in str(info.value)
+
+
+def test_hooks_with_defaults_varargs_or_a_reason_are_accepted() -> None:
+    FallbackAgent(
+        [Scripted("a", ["ok"])],
+        on_fallback=lambda frm, to, error, reason: None,
+        on_retry=lambda *args: None,
+        on_all_failed=lambda errors, extra=None: None,
+        accept=print,  # a builtin: no signature to check, accepted
+    )
