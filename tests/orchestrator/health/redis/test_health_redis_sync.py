@@ -65,3 +65,20 @@ async def test_sync_returns_at_once_on_a_wrong_password(
         assert time.monotonic() - started < 5
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:pw-in-userinfo-1@127.0.0.1:6379/0",
+        "redis://127.0.0.1:6379/0?password=pw-in-query-22",  # redis-py reads it too
+        "rediss://user:pw-in-userinfo-1@h.example/0?password=pw-in-query-22",
+        "unix:///tmp/redis.sock?password=pw-in-query-22",
+        "redis://:pw-in-userinfo-1@h:notaport/0",  # must not raise from repr
+    ],
+)
+def test_the_store_url_is_shown_without_any_password(url: str) -> None:
+    from orchestrator.health.redis.link import safe_url
+
+    shown = safe_url(url) + repr(RedisHealthStore(url))
+    assert "pw-in-" not in shown, shown
