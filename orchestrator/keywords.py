@@ -2,7 +2,7 @@
 
 :func:`did_you_mean` is the one suggestion rule (close names by :mod:`difflib`),
 used by the chain file's "unknown key" problems and by :class:`KeywordChecked`,
-the base of every provider: ``OpenAIChat("m", model_name=...)`` is a
+the base of every provider and of ``FallbackAgent``: ``OpenAIChat("m", model_name=...)`` is a
 ``TypeError`` that suggests ``model``, and a keyword that belongs to
 ``FallbackAgent`` (``attempt_timeout``, ``max_retries``) says so, with the
 provider's own keyword for it.
@@ -60,9 +60,15 @@ def unexpected_keywords(owner: str, given: Iterable[str], accepted: Collection[s
 
 
 def _agent_hint(word: str, accepted: Collection[str]) -> str | None:
-    """What to write instead of a FallbackAgent keyword given to a provider."""
+    """What to write instead of a FallbackAgent keyword given to a provider, or instead of
+    the chain file's ``providers:`` given to FallbackAgent."""
     from orchestrator.engine.agent import FallbackAgent
 
+    if word in ("providers", "agents") and "children" in accepted:
+        return (
+            "the providers (or nested agents) are the first argument: "
+            "FallbackAgent([first, second, ...], ...)"
+        )
     if word not in accepted_keywords(FallbackAgent):
         return None
     where = f"{word}= belongs to FallbackAgent(...)"

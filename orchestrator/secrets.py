@@ -44,6 +44,19 @@ KEY_SHAPED = re.compile(
     r"|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|hf_[A-Za-z0-9]{10,}"
     r"|glpat-[A-Za-z0-9_-]{10,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"
 )
+# Credentials that are not key-shaped but say what they are: an HTTP auth scheme's token
+# (``Bearer eyJ...``) or a value after a credential's name (``api_key=...``,
+# ``"password": "..."``, ``x-api-key: ...``). Bounded alternations, no nesting: linear time.
+_NAMED_CREDENTIAL = re.compile(
+    r"(?i)(\b(?:bearer|basic)\s+|\b(?:x-)?(?:api[-_]?key|access[-_]?token|auth[-_]?token"
+    r"|refresh[-_]?token|id[-_]?token|client[-_]?secret|secret|password|passwd|pwd)"
+    r"[\"']?\s{0,3}[=:]\s{0,3}[\"']?)[^\s\"'&,;]{4,}"
+)
+
+# Characters a terminal acts on (ESC and the other C0/C1 controls, DEL) or that reorder
+# what it shows (bidi overrides): a vendor's error text may hold them, and messages are
+# printed. Line breaks and tabs stay (callers cut to a line).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class Secret:
@@ -84,7 +97,9 @@ class Secret:
 
 
 def scrub(text: str, *secrets: Secret | Iterable[Secret] | None) -> str:
-    """``text`` with every given secret, and anything key-shaped, replaced by ``***``.
+    """``text`` with every given secret, anything key-shaped and any value a credential's
+    name announces (``Bearer ...``, ``api_key=...``, ``password: ...``) replaced by ``***``;
+    control characters (terminal escapes, bidi overrides) by ``?``: the text is for display.
 
     Each argument is a :class:`Secret`, None, or an iterable of secrets (as
     :func:`url_secrets` and :func:`header_secrets` return, longest first).
@@ -97,6 +112,7 @@ def scrub(text: str, *secrets: Secret | Iterable[Secret] | None) -> str:
             for secret in item:
                 if secret:
                     text = text.replace(secret.reveal(), _MASK)
+    text = _NAMED_CREDENTIAL.sub(lambda m: m.group(1) + _MASK, _CONTROL.sub("?", text))
     return KEY_SHAPED.sub(_MASK, _KEY_PATTERN.sub(_MASK, text))
 
 

@@ -94,10 +94,15 @@ def capture_events() -> Iterator[list[MutableMapping[str, Any]]]:
     from orchestrator import events
 
     was_configured = structlog.is_configured()
+    processors = structlog.get_config()["processors"]
+    if not isinstance(processors, list):  # capture_logs edits the list in place
+        structlog.configure(processors=list(processors))
     try:
         with structlog.testing.capture_logs() as logs, events.enabled():
             yield logs
     finally:
+        if not isinstance(processors, list):
+            structlog.configure(processors=processors)
         if not was_configured:
             # Unconfigured means builtin defaults: nothing else to put back.
             structlog.reset_defaults()

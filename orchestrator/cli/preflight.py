@@ -20,10 +20,10 @@ from orchestrator.config import Config, ConfigError, load_config
 __all__ = ["check_workflow", "load", "names", "workflow_inputs"]
 
 
-def load(path: str) -> Config:
+def load(path: str, *, need_keys: bool = True) -> Config:
     """The chain file, or ``UsageError`` listing every problem (exit 2)."""
     try:
-        return load_config(path)
+        return load_config(path, need_keys=need_keys)
     except ConfigError as exc:
         raise UsageError(str(exc).replace("\n", "\nfailover: error: ")) from None
 

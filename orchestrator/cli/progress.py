@@ -42,8 +42,9 @@ def _why(e: Fields) -> str:
 
 
 def _failed(e: Fields) -> str:
-    if e.get("attempt") == 0:
-        return f"skipped {e.get('child')}: circuit open"
+    if e.get("attempt") == 0:  # skipped without a request: an open circuit, a small window...
+        why = "circuit open" if e.get("reason") == "circuit_open" else _why(e)
+        return f"skipped {e.get('child')}: {why}"
     took = _ms(e.get("duration"))
     return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}"
 

@@ -187,14 +187,22 @@ def _walk_secrets(src: Source, node: Any, path: Path, out: list[Problem]) -> Non
         out.append(_refuse(src, path, f"{name}: ${{{var}}}"))
 
 
+def _credential(path: Path) -> bool:
+    """Whether ``path`` is a provider's key or header value."""
+    return len(path) > 2 and path[0] == "providers" and (path[-1] == "api_key" or "headers" in path)
+
+
 def expand_env(
-    src: Source, environ: Mapping[str, str] | None = None
+    src: Source, environ: Mapping[str, str] | None = None, *, need_keys: bool = True
 ) -> tuple[dict[str, Any], dict[Path, tuple[str, ...]]]:
-    """The data with every ``${VAR}`` expanded, and the paths whose value used a variable."""
+    """The data with every ``${VAR}`` expanded, and the paths whose value used a variable.
+
+    ``need_keys=False``, for a command that calls no provider (``failover health``),
+    lets a provider's credential (``api_key``, a header) name an unset variable."""
     env = os.environ if environ is None else environ
     used: dict[Path, tuple[str, ...]] = {}
     problems: list[Problem] = []
-    data = _expand(src, src.data, (), env, used, problems)
+    data = _expand(src, src.data, (), env, used, problems, need_keys)
     if problems:
         raise ConfigError(problems)
     return data, used
@@ -207,11 +215,16 @@ def _expand(
     env: Mapping[str, str],
     used: dict[Path, tuple[str, ...]],
     problems: list[Problem],
+    need_keys: bool = True,
 ) -> Any:
     if isinstance(node, Mapping):
-        return {k: _expand(src, v, (*path, k), env, used, problems) for k, v in node.items()}
+        return {
+            k: _expand(src, v, (*path, k), env, used, problems, need_keys) for k, v in node.items()
+        }
     if isinstance(node, list):
-        return [_expand(src, v, (*path, i), env, used, problems) for i, v in enumerate(node)]
+        return [
+            _expand(src, v, (*path, i), env, used, problems, need_keys) for i, v in enumerate(node)
+        ]
     if not isinstance(node, str) or "$" not in node:
         return node
     names: list[str] = []
@@ -234,6 +247,8 @@ def _expand(
         value = env.get(name)
         if has_default and not value:
             return default
+        if value is None and not need_keys and _credential(path):
+            return ""  # never sent: the command calls no provider
         if value is None:
             problems.append(
                 src.problem(

@@ -79,16 +79,20 @@ class Config:
         )
 
 
-def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, *, environ: Mapping[str, str] | None = None, need_keys: bool = True
+) -> Config:
     """Load, check and build a chain file; raises :class:`ConfigError` on any problem.
 
     ``environ`` replaces ``os.environ`` for ``${VAR}`` expansion (for tests).
+    ``need_keys=False`` accepts providers whose key variable is unset, for a
+    command that sends nothing (``failover health``).
     Hooks given as ``"package.module:function"`` are imported from the chain
     file's directory, the working directory or the installed packages.
     """
     src = read_source(path)
     check_secrets(src)
-    env = EnvValues(*expand_env(src, environ))
+    env = EnvValues(*expand_env(src, environ, need_keys=need_keys))
     spec = validate(src, env)
     built = build_providers(src, spec, env)
     agents = build_agents(src, spec, built, env)

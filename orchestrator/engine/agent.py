@@ -18,8 +18,10 @@ from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.deadlines import Watch, watched
 from orchestrator.engine.hedging import Hedging
+from orchestrator.engine.hooks import check_hooks
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
+from orchestrator.keywords import KeywordChecked
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
@@ -42,7 +44,7 @@ MidStream = Literal["raise", "continue"]
 SchemaT = TypeVar("SchemaT", default=None)
 
 
-class FallbackAgent:
+class FallbackAgent(KeywordChecked):
     """An ordered chain of providers (or other chains): the first success wins.
 
     Each child is retried under its :class:`RetryPolicy` (per-child overrides in
@@ -151,16 +153,16 @@ class FallbackAgent:
         if mid_stream not in ("raise", "continue"):
             raise ValueError(f"mid_stream: {mid_stream!r} is not one of raise, continue")
         self.mid_stream: MidStream = mid_stream
-        for hook_name, hook in (
-            ("accept", accept),
-            ("on_fallback", on_fallback),
-            ("on_all_failed", on_all_failed),
-            ("on_retry", on_retry),
-            ("before_fallback", before_fallback),
-            ("best_effort", best_effort),
-        ):
-            if hook is not None and not callable(hook):
-                raise TypeError(f"{hook_name}: expected a callable, got {type(hook).__name__}")
+        check_hooks(
+            {
+                "accept": accept,
+                "on_fallback": on_fallback,
+                "on_all_failed": on_all_failed,
+                "on_retry": on_retry,
+                "before_fallback": before_fallback,
+                "best_effort": best_effort,
+            }
+        )
         self.accept = accept
         self.on_fallback = on_fallback
         # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).

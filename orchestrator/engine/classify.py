@@ -40,6 +40,8 @@ def only(*spec: type[BaseException] | Callable[[BaseException], bool]) -> Only:
     if not spec:
         raise TypeError("only(): give exception types or one predicate, e.g. only(ServerError)")
     single = spec[0] if len(spec) == 1 else spec
+    if single == ():
+        raise TypeError("only(()): an empty tuple matches no error; give exception types")
     test = matcher(cast(ErrorMatcher, single), "only")
     assert test is not None
     label = ", ".join(getattr(s, "__name__", repr(s)) for s in spec)

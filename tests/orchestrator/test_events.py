@@ -113,3 +113,21 @@ async def test_a_terminal_attempt_is_decided_stop(clock: FakeClock) -> None:
         await agent.run("x")
     names = [(e["event"], e.get("decision")) for e in events]
     assert names == [("attempt_failed", "stop"), ("terminal_error", None)]
+
+
+def test_capture_events_works_with_processors_configured_as_a_tuple(clock: FakeClock) -> None:
+    # structlog.configure accepts any sequence; capture_logs alone needs a list (.copy()).
+    import structlog
+
+    was_configured, saved = structlog.is_configured(), structlog.get_config()
+    try:
+        mine = (structlog.processors.KeyValueRenderer(),)
+        structlog.configure(processors=mine)
+        with capture_events() as captured:
+            FallbackAgent([Scripted("a", ["ok"])], clock=clock).run_sync("x")
+        assert any(e["event"] == "run_succeeded" for e in captured)
+        assert structlog.get_config()["processors"] == mine
+    finally:
+        structlog.reset_defaults()
+        if was_configured:
+            structlog.configure(**saved)

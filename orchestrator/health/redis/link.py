@@ -5,21 +5,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.health.redis.scripts import CLAIM, READ, RECORD, REOPEN
+from orchestrator.secrets import redact_url
 
 __all__ = ["close_client", "connect", "listen", "safe_url"]
 
 
 def safe_url(url: str) -> str:
-    """The URL without its password, for events and reprs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL for events and reprs: no user info and no query (redis-py also takes
+    ``?password=``), by the project's one rule (:func:`orchestrator.secrets.redact_url`);
+    ``***@`` marks that the URL carried user info."""
+    shown = redact_url(url)
+    scheme, sep, rest = shown.partition("://")
+    if sep and "@" in url.split("?", 1)[0]:
+        return f"{scheme}://***@{rest}"
+    return shown
 
 
 async def connect(url: str, timeout: float) -> tuple[Any, dict[str, str]]:

@@ -96,8 +96,11 @@ class RedisHealthStore:
         self._degraded = False
         self._republish = False
         self._closed = False
-        self._ticks_started = 0  # round trips begun, and the number of the last one answered
+        # Round trips begun (connecting included), and the numbers of the last one that
+        # answered and the last one that failed: what ``sync`` waits on.
+        self._ticks_started = 0
         self._tick_answered = 0
+        self._tick_failed = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -187,7 +190,8 @@ class RedisHealthStore:
     async def sync(self, providers: Iterable[str] = (), *, timeout: float | None = None) -> bool:
         """Wait for a round trip with Redis covering ``providers``, so ``admit`` and ``snapshot``
         show the fleet's circuits before this process's first call (for one-shot commands).
-        False if Redis did not answer in ``timeout`` (default: connect plus a round trip)."""
+        False as soon as a round trip fails (connection refused, wrong password), or if
+        Redis did not answer in ``timeout`` (default: connect plus a round trip)."""
         for provider in providers:
             self._table.get(provider)
         wanted = self._ticks_started + 1  # a round trip under way may predate ``providers``
@@ -195,7 +199,9 @@ class RedisHealthStore:
         limit = timeout if timeout is not None else max(self.timeout, 1.0) + 3 * self.timeout
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(limit):
-                while self._tick_answered < wanted:
+                # A refused connection or a wrong password fails the round at once: no
+                # reason to wait out the limit (every ``failover run`` would pay it).
+                while max(self._tick_answered, self._tick_failed) < wanted:
                     await asyncio.sleep(min(self.sync_interval, 0.01))
         return self._tick_answered >= wanted
 
@@ -267,6 +273,8 @@ class RedisHealthStore:
         try:
             while True:
                 closing = self._closed
+                self._ticks_started += 1
+                number = self._ticks_started
                 try:
                     if client is None:
                         client, shas = await connect(self.url, self.timeout)
@@ -275,8 +283,10 @@ class RedisHealthStore:
                         )
                     async with asyncio.timeout(self.timeout * 2):
                         await self._tick(client, shas)
+                    self._tick_answered = number
                     self._on_healthy()
                 except Exception as exc:  # any Redis or network failure: degrade, never raise
+                    self._tick_failed = number
                     self._on_outage(exc)
                     await self._stop(client, listener)
                     client = listener = None
@@ -352,8 +362,6 @@ class RedisHealthStore:
 
     async def _tick(self, client: Any, shas: dict[str, str]) -> None:
         """One round trip: push ops, budget counts and probe claims, then read shared state."""
-        self._ticks_started += 1
-        number = self._ticks_started
         wall, now = self.clock.wall(), self.clock.now()
         ops, self._ops = self._ops, []
         self._dirty.clear()
@@ -400,7 +408,6 @@ class RedisHealthStore:
             if won == 1:
                 self._claims[provider] = now + claim_ttl
         self._apply(providers, results[-1])
-        self._tick_answered = number
 
     def _apply(self, providers: list[str], read: list[Any]) -> None:
         """Adopt the shared state for every provider with nothing of ours still unpushed."""

@@ -156,3 +156,16 @@ def test_a_bad_redis_url_is_located_and_never_printed(
         in err
     )
     assert "hunter2" not in err and "cache.internal" not in err
+
+
+def test_health_needs_no_provider_keys(
+    chain: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Reading circuits sends nothing to a provider: an operator's box without the API
+    # keys can run it. Other commands still refuse an unset key.
+    monkeypatch.delenv("K")
+    assert main(["health", str(chain), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert set(json.loads(out)["agents"]["review"]) == {"codex", "claude"}, err
+    assert main(["check", str(chain)]) == 2
+    assert "environment variable K is not set" in capsys.readouterr().err

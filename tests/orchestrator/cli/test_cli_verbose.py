@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +191,21 @@ def test_an_applications_structlog_setup_is_restored_after_verbose(
         if not was:
             structlog.reset_defaults()
     assert capsys.readouterr().out == "answer: hi\n"
+
+
+async def test_a_skip_says_why_it_was_skipped(clock: Any) -> None:
+    # A child skipped without a request is attempt 0 for a context window too, not only
+    # for an open circuit: the line must not send the user to look at circuits.
+    from orchestrator import FallbackAgent
+    from tests.orchestrator.engine.test_context_window import LONG, windowed
+
+    out = io.StringIO()
+    agent = FallbackAgent([windowed("small", 500), windowed("large", None)], clock=clock)
+    with Progress(out).active():
+        assert (await agent.run(LONG)).handled_by == "large"
+    text = out.getvalue()
+    assert "skipped small: ContextWindowExceeded (context_window)" in text, text
+    assert "circuit" not in text
+    circuit = {"event": "attempt_failed", "child": "c", "attempt": 0, "reason": "circuit_open"}
+    shown = describe_event({**circuit, "error_type": "CircuitOpen", "error_kind": "unusable"})
+    assert shown is not None and shown[1] == "skipped c: circuit open"

@@ -49,3 +49,28 @@ def test_chain_file_fallback_on_adds_to_the_defaults(tmp_path: Path) -> None:
     result = agent.run_sync("x")
     assert result.handled_by == "backup" and result.text == "from backup"
     assert [a.agent for a in result.attempts] == ["primary", "primary", "backup"]
+
+
+def test_chain_file_hook_with_the_wrong_signature_is_a_located_error(tmp_path: Path) -> None:
+    import pytest
+
+    from orchestrator.config import ConfigError
+
+    name = hooks_module(tmp_path, "semhooks", HOOKS + "\ndef notify(frm, to):\n    pass\n")
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            providers:
+              backup: {{type: function, path: "{name}:backup"}}
+            agents:
+              main:
+                providers: [backup]
+                on_fallback: {name}:notify
+            """
+        )
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    text = str(info.value)
+    assert "chain.yaml:5" in text and "on_fallback(from_name, to_name, error)" in text

@@ -238,3 +238,93 @@ async def test_a_hundred_runs_with_a_raising_on_fallback_all_fail_over() -> None
     )
     results = await asyncio.gather(*(agent.run(f"r{i}") for i in range(100)))
     assert {r.handled_by for r in results} == {"b"}
+
+
+@pytest.mark.parametrize(
+    ("message", "secret"),
+    [
+        ("upstream said 401 to Authorization: Bearer eyJhbGciOi.payload.sig9", "eyJhbGciOi"),
+        ("request with api_key=plainsecret99 rejected", "plainsecret99"),
+        ('body {"api_key": "hunter2hunter2"} refused', "hunter2hunter2"),
+        ("x-api-key: abcd1234efgh5678 is not valid", "abcd1234efgh5678"),
+        ("login failed: password=correct-horse", "correct-horse"),
+        ("access_token: ya29.a0AfH6SMB is expired", "ya29.a0AfH6SMB"),
+    ],
+)
+async def test_fallback_error_text_masks_credentials_that_are_not_key_shaped(
+    clock: FakeClock, message: str, secret: str
+) -> None:
+    # A user's provider raising a taxonomy error may quote a header or a form field: the
+    # credential is not key-shaped (no sk- prefix) but its name says what it is.
+    agent = FallbackAgent([Scripted("a", [ServerError(message, status=503)])], max_retries=0)
+    with pytest.raises(FallbackError) as info:
+        await agent.run("hi")
+    assert secret not in str(info.value) and "***" in str(info.value)
+
+
+def test_masking_credentials_keeps_ordinary_words() -> None:
+    from orchestrator.secrets import scrub
+
+    plain = "max_tokens: 200 exceeds the window; input_tokens=5000; Bearer; check the key"
+    assert scrub(plain) == plain
+
+
+@pytest.mark.parametrize(
+    ("keywords", "says"),
+    [
+        ({"retries": 3}, "did you mean 'max_retries'?"),
+        ({"on_fallbak": print}, "did you mean 'on_fallback'?"),
+        ({"retry_stratgy": "linear"}, "did you mean 'retry_strategy'?"),
+    ],
+)
+def test_fallback_agent_keyword_typos_suggest_the_name_meant(
+    keywords: dict[str, object], says: str
+) -> None:
+    # Providers already do this; the agent is where most keywords are written.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent([Scripted("a", ["ok"])], **keywords)  # type: ignore[arg-type]
+    assert says in str(info.value) and "FallbackAgent()" in str(info.value)
+
+
+def test_fallback_agent_providers_keyword_says_they_come_first() -> None:
+    # The chain file's key is `providers:`; in Python the list is the first argument.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent(providers=[Scripted("a", ["ok"])])  # type: ignore[call-arg]
+    assert "FallbackAgent([first, second, ...]" in str(info.value)
+
+
+def test_only_refuses_an_empty_tuple() -> None:
+    # only(tuple(my_list)) with an empty list would silently retry nothing or, as
+    # fallback_on=, turn failover off: the very surprise only(...) exists to make explicit.
+    with pytest.raises(TypeError, match=r"only\(\(\)\): an empty tuple matches no error"):
+        only(())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("hook", "fn", "says"),
+    [
+        ("on_fallback", lambda frm, to: None, "on_fallback(from_name, to_name, error)"),
+        ("on_retry", lambda name, error: None, "on_retry(name, attempt, error, delay)"),
+        ("on_all_failed", lambda: None, "on_all_failed(errors)"),
+        ("accept", lambda result, extra: True, "accept(result)"),
+        ("before_fallback", lambda request: request, "before_fallback(request, reason)"),
+    ],
+)
+def test_a_hook_that_cannot_take_its_arguments_is_refused_when_built(
+    hook: str, fn: Any, says: str
+) -> None:
+    # An observational hook that raises no longer stops the run, so one with the wrong
+    # signature would fail silently on every call: say so once, when the agent is built.
+    with pytest.raises(TypeError) as info:
+        FallbackAgent([Scripted("a", ["ok"])], **{hook: fn})
+    assert says in str(info.value)
+
+
+def test_hooks_with_defaults_varargs_or_a_reason_are_accepted() -> None:
+    FallbackAgent(
+        [Scripted("a", ["ok"])],
+        on_fallback=lambda frm, to, error, reason: None,
+        on_retry=lambda *args: None,
+        on_all_failed=lambda errors, extra=None: None,
+        accept=print,  # a builtin: no signature to check, accepted
+    )
