@@ -241,6 +241,25 @@ class RunTrace:
                 self._close(track, decision)
                 return
 
+    def lost(self, attempt: Attempt) -> None:
+        """The attempt was cancelled because a hedged one won (reason ``hedge_lost``): end
+        its span now, not as an error, with its estimated usage and cost."""
+        for track in self.open:
+            if (
+                track.end_ns is None
+                and track.number == attempt.attempt_number
+                and track.described.attrs[n.PROVIDER] == attempt.agent
+            ):
+                track.end_ns = time.time_ns()
+                if track.span is not None:
+                    attrs = _outcome_attributes(attempt, None, None)
+                    attrs[n.REASON] = "hedge_lost"
+                    attrs[n.USAGE_ESTIMATED] = True
+                    track.span.set_attributes(attrs)
+                self._record(track, attempt)
+                self._close(track, "hedge_lost")
+                return
+
     def _close(self, track: AttemptTrack, decision: str) -> None:
         """End the attempt's span (at the time the attempt ended) with ``decision`` on it."""
         self.open.remove(track)
