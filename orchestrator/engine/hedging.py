@@ -14,8 +14,9 @@ estimated (:func:`~orchestrator.tokens.input_tokens_estimate`) and priced at the
 provider's rates when it has any (``note`` says both are estimated), so the
 result's ``cost_usd`` includes them. On spans (when telemetry is on) each lane's
 attempts are CLIENT spans of the one run span, a hedge's with ``failover.hedge``;
-a loser's span ends when it is cancelled, with decision and reason ``hedge_lost``. Nothing reaches a stream's consumer before a lane
-wins, so a consumer never sees two replies. A lane that fails before any lane
+a loser's span ends when it is cancelled, with decision and reason ``hedge_lost``.
+Nothing reaches a stream's consumer before a lane wins, so a consumer never sees
+two replies. A lane that fails before any lane
 won is recorded as usual; the others race on.
 
 Hedges never amplify an outage: with a health store each hedge takes a token
@@ -267,12 +268,17 @@ class _Race:
             # Admitted only now that it is sure to be called: a half-open probe slot taken
             # here is always used (and resolved) by the hedge.
             via = "probe" if target.admit(store).probe else "closed"
+        waited = run.agent.clock.now() - last.racer.lane_started
         events.emit(
-            "info", "hedge_started", agent=run.agent.name, child=last.racer.name, to=target.name
+            "info",
+            "hedge_started",
+            agent=run.agent.name,
+            child=last.racer.name,
+            to=target.name,
+            waited=waited,
         )
         if run.log.trace is not None:
             run.log.trace.fell_over(last.racer.name, target.name, "hedge")
-        waited = run.agent.clock.now() - last.racer.lane_started
         note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
         self.start(last.idx + 1, run.with_handover(decision, "hedge"), via, note)
 
@@ -392,6 +398,17 @@ class _Racer:
             self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
         lost = Attempt(self.name, None, number, wall, duration, "hedge_lost", usage, cost, note)
         log.add(lost)
+        winner = self.race.winner
+        events.emit(
+            "info",
+            "hedge_lost",
+            agent=self.lane_run.agent.name,
+            child=self.name,
+            attempt=number,
+            duration=duration,
+            winner=winner.racer.name if winner is not None else None,
+            **events.attempt_fields(lost),
+        )
         if log.trace is not None:
             log.trace.lost(lost)
         self.call = None

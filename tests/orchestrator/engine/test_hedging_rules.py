@@ -93,7 +93,7 @@ async def test_a_hedge_that_won_and_then_stalls_fails_on_its_idle_timeout(
     async with Ticker(clock):
         result = await agent.run("hi")
     assert result.handled_by == "c" and a.open == b.open == 0
-    assert [(x.agent, x.reason) for x in result.attempts][0] == ("a", "hedge_lost")
+    assert (result.attempts[0].agent, result.attempts[0].reason) == ("a", "hedge_lost")
     stalled = result.attempts[1]
     assert stalled.agent == "b" and isinstance(stalled.error, StreamStalled)
     assert 0.4 - 0.001 <= stalled.duration <= 0.42
