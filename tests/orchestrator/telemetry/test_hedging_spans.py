@@ -102,6 +102,9 @@ async def test_a_cancelled_hedged_call_ends_every_span(otel: Otel) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
     assert len(otel.attempt_spans()) == upstream(sim) == 40
     assert not otel.open_spans.open
+    for span in otel.attempt_spans():  # cut short by the caller, not lost to a hedge
+        assert span.status.status_code == StatusCode.ERROR
+        assert attrs(span)["error.type"] == "CancelledError"
 
 
 async def test_a_provider_under_deadlines_is_described_on_its_span(otel: Otel) -> None:
