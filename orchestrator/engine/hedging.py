@@ -347,11 +347,12 @@ def estimated_cost(provider: Any, usage: Usage) -> float | None:
     """USD for ``usage`` at ``provider``'s rates (its ``rates.cost``, else its ``price``
     per million input and output tokens); None when it has neither (no cost rather than
     a wrong one)."""
-    rates = getattr(provider, "rates", None)
-    if callable(getattr(rates, "cost", None)):
-        cost = rates.cost(usage)
+    cost_at_rates = getattr(getattr(provider, "rates", None), "cost", None)
+    if callable(cost_at_rates):
+        cost = cost_at_rates(usage)
         return float(cost) if isinstance(cost, int | float) else None
     price = getattr(provider, "price", None)
     if isinstance(price, tuple) and len(price) == 2:
-        return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+        pin, pout = float(price[0]), float(price[1])
+        return (usage.input_tokens * pin + usage.output_tokens * pout) / 1_000_000
     return None

@@ -9,14 +9,10 @@ import pytest
 from orchestrator.config import ConfigError, load_config
 from tests.conftest import write_chain
 
-ENV = {"OPENAI_API_KEY": "sk-test-0123456789"}
+ENV = {"GEMINI_API_KEY": "gm-test-0123456789"}
 CHAIN = """\
 providers:
-  fast:
-    type: openai
-    model: gpt-4o-mini
-    base_url: http://127.0.0.1:9/openai/v1
-    api_key: ${OPENAI_API_KEY}
+  fast: {type: gemini, model: gemini-sim, base_url: "http://127.0.0.1:9/gemini", api_key: "${GEMINI_API_KEY}"}
 agents:
   quiet:
     providers: [fast]

@@ -19,14 +19,8 @@ async def test_no_hedge_to_a_child_whose_context_window_cannot_hold_the_request(
     clock: FakeClock,
 ) -> None:
     store = MemoryHealthStore(clock=clock)
-    taken: list[bool] = []
-    real = store.try_acquire_retry
-
-    def spy() -> bool:
-        taken.append(real())
-        return taken[-1]
-
-    store.try_acquire_retry = spy  # type: ignore[method-assign]
+    taken: list[str] = []
+    store.try_acquire_retry = lambda: taken.append("token") is None  # type: ignore[method-assign]
     reasons: list[str] = []
 
     def before(request: Request, reason: str) -> Request:
