@@ -91,3 +91,25 @@ async def test_a_hedge_that_won_and_then_stalls_fails_on_its_idle_timeout(
     stalled = result.attempts[1]
     assert stalled.agent == "b" and isinstance(stalled.error, StreamStalled)
     assert 0.4 - 0.001 <= stalled.duration <= 0.42
+
+
+async def test_the_losers_estimated_cost_at_its_price_is_in_the_result(clock: FakeClock) -> None:
+    slow = Paced("slow", clock, [(2.0, "slow")], price=(2.0, 8.0))
+    fast = Paced("fast", clock, [(0.05, "fast")])
+    agent = FallbackAgent([slow, fast], hedge_after=0.4, clock=clock)
+    async with Ticker(clock):
+        result = await agent.run("x" * 400)  # ~100 input tokens (characters / 4)
+    lost = result.attempts[0]
+    assert lost.reason == "hedge_lost" and lost.usage is not None
+    assert lost.usage.input_tokens == 100 and lost.usage.output_tokens == 0
+    assert lost.cost_usd == 100 * 2.0 / 1e6 == result.cost_usd
+    assert "cost estimated at the provider's rates" in (lost.note or "")
+
+
+async def test_a_loser_without_rates_has_no_cost_rather_than_a_wrong_one(clock: FakeClock) -> None:
+    slow = Paced("slow", clock, [(2.0, "slow")])
+    fast = Paced("fast", clock, [(0.05, "fast")])
+    agent = FallbackAgent([slow, fast], hedge_after=0.4, clock=clock)
+    async with Ticker(clock):
+        result = await agent.run("x" * 400)
+    assert result.attempts[0].cost_usd is None and result.cost_usd is None
