@@ -9,6 +9,10 @@ B. S1 of ``providers_bench.py`` (healthy primary over loopback HTTP, sequential,
    spans, so the figure is ours and the SDK's, not a wire format's), then with
    an SDK ``MeterProvider`` too, against telemetry off. Target for traces: at
    most 15% added to S1's CPU per call.
+C. The floor under B: the engine's telemetry off, and the bare SDK making the
+   same two spans (a run span, a CLIENT span current during the call, so the
+   ``traceparent`` goes out) around each S1 call, with the attributes our spans
+   carry, then with none. When C is as high as B, the cost is the SDK's.
 
 Modes are interleaved batch by batch in one process (the machine is shared and
 noisy: ratios hold, absolute times drift); the medians are reported.
@@ -28,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import context, metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -118,6 +122,53 @@ async def no_io(batches: int, calls: int) -> dict[str, float]:
     return await interleaved(call, modes, batches, calls)
 
 
+#: The attributes our spans of an S1 call carry (at start, then at the end).
+_RUN_START = {"failover.agent.name": "s1"}
+_RUN_END = {"failover.attempts": 1, "failover.outcome": "success", "failover.handled_by": "p"}
+_ATTEMPT_START = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.provider.name": "openai",
+    "gen_ai.request.model": "m",
+    "server.address": "127.0.0.1",
+    "server.port": 8080,
+    "failover.provider": "primary",
+    "failover.attempt.number": 1,
+}
+_ATTEMPT_END = {
+    "gen_ai.response.model": "m",
+    "gen_ai.usage.input_tokens": 5,
+    "gen_ai.usage.output_tokens": 2,
+    "failover.decision": "success",
+}
+
+
+def bare_spans(tracer: Any, fn: Call, attributes: bool) -> Call:
+    """``fn`` inside the two spans the engine would make, made by the bare SDK."""
+
+    def attrs(given: dict[str, Any]) -> dict[str, Any] | None:
+        return given if attributes else None
+
+    async def call() -> object:
+        run = tracer.start_span("failover s1", attributes=attrs(_RUN_START))
+        outer = trace.set_span_in_context(run)
+        kind = trace.SpanKind.CLIENT
+        span = tracer.start_span(
+            "chat m", context=outer, kind=kind, attributes=attrs(_ATTEMPT_START)
+        )
+        token = context.attach(trace.set_span_in_context(span, outer))
+        try:
+            return await fn()
+        finally:
+            context.detach(token)
+            if attributes:
+                span.set_attributes(_ATTEMPT_END)
+                run.set_attributes(_RUN_END)
+            span.end()
+            run.end()
+
+    return call
+
+
 async def s1(rounds: int) -> dict[str, float]:
     trace.set_tracer_provider(provider := TracerProvider())
     provider.add_span_processor(BatchSpanProcessor(Dropped()))
@@ -130,13 +181,33 @@ async def s1(rounds: int) -> dict[str, float]:
             max_retries=0,
         )
 
-        async def call() -> object:
+        async def engine() -> object:
             return await agent.run("ping")
 
+        bare = {
+            True: bare_spans(provider.get_tracer("bare"), engine, True),
+            False: bare_spans(provider.get_tracer("bare"), engine, False),
+        }
+        current: list[Call] = [engine]
+
+        def mode(traces: bool, meters: bool, bare_with: bool | None = None) -> Callable[[], None]:
+            engine_mode = sdk_mode(traces, meters)
+
+            def set_mode() -> None:
+                engine_mode()
+                current[0] = engine if bare_with is None else bare[bare_with]
+
+            return set_mode
+
+        async def call() -> object:
+            return await current[0]()
+
         modes = {
-            "off": sdk_mode(False, False),
-            "traces": sdk_mode(True, False),
-            "traces+metrics": sdk_mode(True, True),
+            "off": mode(False, False),
+            "traces": mode(True, False),
+            "traces+metrics": mode(True, True),
+            "bare SDK, 2 spans": mode(False, False, True),
+            "bare SDK, 2 spans, no attributes": mode(False, False, False),
         }
         return await interleaved(call, modes, rounds, 100)
     finally:
@@ -155,6 +226,10 @@ async def main(batches: int, calls: int, rounds: int) -> None:
     for mode in ("traces", "traces+metrics"):
         pct = (b[mode] - off) / off * 100
         print(f"   SDK {mode + ':':<27}{b[mode]:10.1f} us CPU/call ({pct:+5.1f}%; traces <= 15%)")
+    print("C. the floor: no engine telemetry, the bare SDK's two spans around each S1 call")
+    for mode in ("bare SDK, 2 spans", "bare SDK, 2 spans, no attributes"):
+        pct = (b[mode] - off) / off * 100
+        print(f"   {mode + ':':<33}{b[mode]:8.1f} us CPU/call ({pct:+5.1f}%)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,17 @@
-"""A lower bound on a request's input tokens, and whether it fits a context window.
+"""Two counts of a request's input tokens: a strict lower bound and a typical estimate.
 
-Used before sending, to skip a child whose context window cannot hold the
+Both count the same text (:func:`_input_texts`, listed below); they differ in
+what they are for:
+
+- :func:`input_tokens_at_least`, a *lower bound*: whether a request can fit a
+  context window (:func:`fits`). Never over-counts, under-counts a lot.
+- :func:`input_tokens_estimate`, a *typical estimate* (characters / 4, the usual
+  rule of thumb for English prose in the common tokenizers): what a call that
+  reported no usage was probably billed for, e.g. a hedge's loser cancelled
+  before its reply. It may be wrong either way; whatever shows it says it is
+  estimated. Never use it to decide whether a request fits.
+
+The lower bound is used before sending, to skip a child whose context window cannot hold the
 request (attempt reason ``context_window``), and by anything that must count
 tokens without a vendor's tokenizer. It never over-counts, so it never skips a
 request that fits; the price is that it under-counts a lot.
@@ -30,10 +41,20 @@ from typing import Any
 
 from orchestrator.types import Request
 
-__all__ = ["MAX_BYTES_PER_TOKEN", "fits", "input_tokens_at_least", "tokens_at_least"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "MAX_BYTES_PER_TOKEN",
+    "fits",
+    "input_tokens_at_least",
+    "input_tokens_estimate",
+    "tokens_at_least",
+]
 
 MAX_BYTES_PER_TOKEN = 128
 """The longest token, in UTF-8 bytes, of the common byte-level vocabularies (cl100k_base: 128)."""
+
+CHARS_PER_TOKEN = 4
+"""Characters a token stands for in a typical estimate (not a bound: see the module docstring)."""
 
 _MAX_UTF8_PER_CHAR = 4
 _MAX_NODES = 100_000  # a schema or arguments larger than this is counted no further
@@ -51,6 +72,12 @@ def input_tokens_at_least(request: Request) -> int:
     token may span the end of one part and the start of the next.
     """
     return _tokens_for(sum(_utf8_size(part) for part in _input_texts(request)))
+
+
+def input_tokens_estimate(request: Request) -> int:
+    """A typical estimate of the input tokens ``request`` takes: its characters / 4,
+    rounded up. Not a bound (see the module's docstring): for usage no one reported."""
+    return -(-sum(map(len, _input_texts(request))) // CHARS_PER_TOKEN)
 
 
 def fits(request: Request, context_window: int, *, counts_output: bool = True) -> bool:

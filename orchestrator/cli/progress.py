@@ -1,4 +1,4 @@
-"""``failover run -v``: each retry, fallback, circuit skip and the outcome, live on stderr.
+"""``failover run -v``: each retry, fallback, skip, hedge and the outcome, live on stderr.
 
 The lines come from the engine's own structlog events (:mod:`orchestrator.events`),
 not from a second reporting path: while :class:`Progress` is active, structlog
@@ -33,9 +33,26 @@ def _ms(seconds: Any) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+#: Errors whose type alone says less than a few words do (deadlines inside a call).
+_SAID = {
+    "FirstTokenTimeout": "no first token in time",
+    "StreamStalled": "stream stalled",
+}
+#: Why a child was skipped without a request, by the attempt's reason.
+_SKIPPED = {
+    "circuit_open": "circuit open",
+    "context_window": "its context window cannot hold the request",
+    "unsupported": "it cannot take this request (tools)",
+}
+
+
 def _why(e: Fields) -> str:
     """``ServerError (transient)``, ``RateLimited (rate_limited)``: the error's type, and
-    its reason where the type has one, else its kind."""
+    its reason where the type has one, else its kind; a deadline says what it saw
+    (``no first token in time (FirstTokenTimeout)``)."""
+    said = _SAID.get(str(e.get("error_type")))
+    if said is not None:
+        return f"{said} ({e.get('error_type')})"
     reason = e.get("reason")
     label = reason if reason not in (None, "error") else e.get("error_kind")
     return f"{e.get('error_type')} ({label})"
@@ -43,8 +60,8 @@ def _why(e: Fields) -> str:
 
 def _failed(e: Fields) -> str:
     if e.get("attempt") == 0:  # skipped without a request: an open circuit, a small window...
-        why = "circuit open" if e.get("reason") == "circuit_open" else _why(e)
-        return f"skipped {e.get('child')}: {why}"
+        reason = e.get("reason")
+        return f"skipped {e.get('child')}: {_SKIPPED.get(str(reason), str(reason))}"
     took = _ms(e.get("duration"))
     return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}"
 
@@ -60,6 +77,12 @@ def _next(attempt: Any) -> str:
 def _answered(e: Fields) -> str:
     took = _ms(e.get("latency"))
     return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s) in {took}"
+
+
+def _hedge_lost(e: Fields) -> str:
+    took = _ms(e.get("duration"))
+    who = f"{e.get('child')} try {e.get('attempt')}"
+    return f"{who} cancelled after {took}: the hedge to {e.get('winner')} answered first"
 
 
 def _circuit(e: Fields) -> str:
@@ -84,6 +107,15 @@ _LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
             "(no retry, no fallback)"
         ),
     ),
+    "hedge_started": (
+        "yellow",
+        lambda e: (
+            f"hedge: {e.get('child')} has no content after {_ms(e.get('waited'))}, "
+            f"starting {e.get('to')} in parallel"
+        ),
+    ),
+    "hedge_skipped": ("yellow", lambda e: f"no hedge to {e.get('to')}: {e.get('why')}"),
+    "hedge_lost": ("yellow", _hedge_lost),
     "run_succeeded": ("bold green", _answered),
     "run_failed": ("bold red", lambda e: f"every provider failed ({e.get('attempts')} attempt(s))"),
     "run_stopped": ("yellow", lambda e: f"stopped by a hook ({e.get('reason')})"),

@@ -176,6 +176,8 @@ def _agent(
             max_hedges=aspec.max_hedges,
             mid_stream=aspec.mid_stream,
             escalate_on_guardrail=aspec.escalate_on_guardrail,
+            tracing=aspec.tracing,
+            capture_content=aspec.capture_content,
             health=health,
             **given(
                 max_retries=aspec.max_retries,

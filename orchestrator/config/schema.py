@@ -81,6 +81,8 @@ class AgentSpec(PolicySpec):
     schema_retries: NonNegativeInt | None = None
     mid_stream: Literal["raise", "continue"] = "raise"
     escalate_on_guardrail: Flag = False
+    tracing: Flag = True  # OpenTelemetry spans for this agent (when an SDK is installed)
+    capture_content: Flag = False  # prompts and replies on its spans: opt-in
     health: HealthSetting = False
     retry_on: list[ImportPath] | None = None
     fallback_on: list[ImportPath] | None = None

@@ -159,7 +159,10 @@ async def attempt(
     response: Any = None
     error: BaseException | None = None
     trace = run.log.trace
-    track = None if trace is None else trace.attempt_started(child, number, request)
+    track = None
+    if trace is not None:  # a hedge lane's view of its provider says it is a hedge
+        hedge = getattr(child, "hedge", False) is True
+        track = trace.attempt_started(child, number, request, hedge=hedge)
     try:
         call = run.delivery.call(child, request)
         if track is not None:

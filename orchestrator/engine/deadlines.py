@@ -90,6 +90,11 @@ class Watched:
         self.provider, self.watch, self.clock = provider, watch, clock
         self.name: str = provider.name
 
+    @property
+    def wrapped(self) -> Any:
+        """The provider under these deadlines (telemetry describes it, not this view)."""
+        return self.provider
+
     async def complete(self, request: Request) -> Response:
         """The provider's reply, streamed under the deadlines and assembled."""
         return await assemble(self.stream(request), self.name)

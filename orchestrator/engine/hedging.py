@@ -10,110 +10,48 @@ means no hedge). The first lane to produce content (a text or tool-call delta, o
 a whole reply from a provider that cannot stream) wins: the others are cancelled
 at once (their streams closed, their connections released, no task left) and
 recorded with reason ``hedge_lost``, with the input tokens they were sent
-estimated (``note`` says so). Nothing reaches a stream's consumer before a lane
-wins, so a consumer never sees two replies. A lane that fails before any lane
+estimated (:func:`~orchestrator.tokens.input_tokens_estimate`) and priced at the
+provider's rates when it has any (``note`` says both are estimated), so the
+result's ``cost_usd`` includes them. On spans (when telemetry is on) each lane's
+attempts are CLIENT spans of the one run span, a hedge's with ``failover.hedge``;
+a loser's span ends when it is cancelled, with decision and reason ``hedge_lost``.
+Nothing reaches a stream's consumer before a lane wins, so a consumer never sees
+two replies. A lane that fails before any lane
 won is recorded as usual; the others race on.
 
 Hedges never amplify an outage: with a health store each hedge takes a token
 from the retry budget (none left: no hedge) and never goes to a child whose
-circuit is not closed. Only providers hedge and are hedged to (a nested chain
+circuit is not closed. Nor does a hedge go to a child whose context window
+cannot hold the request (:func:`~orchestrator.engine.children.too_long`, judged
+on the request before ``before_fallback``): the call is simply not hedged, and
+if it falls over later the child is the usual ``context_window`` skip. Each lane
+calls its provider under the provider's first-token and idle deadlines, as an
+unhedged call does. Only providers hedge and are hedged to (a nested chain
 is tried in order, as without hedging), and only before any text was streamed.
 
-Adaptive delay, ``"pNN"``: the NN-th percentile (nearest rank) of the child's
-last :data:`WINDOW` observed first-content latencies, never below :data:`FLOOR`
-(a hedge earlier than that mostly duplicates healthy calls) and never above
-:data:`TAIL_CAP` times their median (a percentile that far out is a tail of
-failures, not of normal calls: when 5% of calls stall, the p95 itself would be
-a stall). A lane that lost to a hedge counts with the time it went without
-content (a lower bound of its latency), so the window does not forget the slow
-calls hedging hides. Until the child has :data:`MIN_SAMPLES` observations the
-call is not hedged: a cold start never doubles traffic on a guess.
+The delay (fixed, or adaptive ``"pNN"``) is :mod:`orchestrator.engine.hedge_delay`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import re
-from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import events
-from orchestrator.engine.children import ProviderChild
+from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.deadlines import assemble, is_content
+from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
 from orchestrator.tasks import cancel_and_wait
+from orchestrator.tokens import input_tokens_estimate
 from orchestrator.types import Attempt, Request, Response, Result, Stop, Usage
-from orchestrator.units import seconds
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run, Via
 
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
-
-#: Observations a child needs before an adaptive ``hedge_after`` hedges it.
-MIN_SAMPLES = 20
-#: The shortest adaptive delay, in seconds.
-FLOOR = 0.05
-#: How many recent first-content latencies an adaptive delay looks at, per child.
-WINDOW = 256
-#: An adaptive delay is at most this many times the window's median.
-TAIL_CAP = 4.0
-_PERCENTILE = re.compile(r"p(\d{1,2}(?:\.\d{1,3})?)")
-
-
-class Hedging:
-    """When a FallbackAgent hedges: a fixed delay or a percentile, and how many hedges."""
-
-    __slots__ = ("after", "max_hedges", "percentile", "samples")
-
-    def __init__(self, after: float | None, percentile: float | None, max_hedges: int) -> None:
-        self.after, self.percentile, self.max_hedges = after, percentile, max_hedges
-        #: child name -> its recent first-content latencies (adaptive delay only)
-        self.samples: dict[str, deque[float]] = {}
-
-    @classmethod
-    def of(cls, hedge_after: float | timedelta | str | None, max_hedges: int) -> Hedging | None:
-        """Validated settings; ``None`` when ``hedge_after`` is (hedging off)."""
-        if isinstance(max_hedges, bool) or not isinstance(max_hedges, int) or max_hedges < 1:
-            raise ValueError(f"FallbackAgent.max_hedges={max_hedges!r} must be an int >= 1")
-        if hedge_after is None:
-            return None
-        if isinstance(hedge_after, str):
-            m = _PERCENTILE.fullmatch(hedge_after)
-            if m is None or not 0 < float(m[1]) < 100:
-                raise ValueError(
-                    f"FallbackAgent.hedge_after={hedge_after!r} must be seconds or a percentile "
-                    "of observed first-token latency such as 'p95' (p1..p99.9)"
-                )
-            return cls(None, float(m[1]), max_hedges)
-        return cls(seconds(hedge_after, "FallbackAgent.hedge_after"), None, max_hedges)
-
-    def delay(self, name: str) -> float | None:
-        """Seconds after which a lane of ``name`` without content is hedged (None: never)."""
-        if self.percentile is None:
-            return self.after
-        window = self.samples.get(name)
-        if window is None or len(window) < MIN_SAMPLES:
-            return None
-        ordered = sorted(window)
-        rank = max(0, math.ceil(self.percentile / 100 * len(ordered)) - 1)
-        return max(FLOOR, min(ordered[rank], TAIL_CAP * ordered[len(ordered) // 2]))
-
-    def observe(self, name: str, latency: float) -> None:
-        """Record one first-content latency of ``name`` (kept only for an adaptive delay)."""
-        if self.percentile is not None:
-            window = self.samples.get(name)
-            if window is None:
-                window = self.samples[name] = deque(maxlen=WINDOW)
-            window.append(latency)
-
-    def __repr__(self) -> str:
-        when = f"p{self.percentile:g}" if self.percentile is not None else f"{self.after}s"
-        return f"Hedging(after={when}, max_hedges={self.max_hedges})"
 
 
 def can_hedge(run: Run, idx: int) -> bool:
@@ -178,7 +116,8 @@ class _Race:
         limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
         lane_run = Run(outer.agent, outer.request, *limits)
         lane_run.log.started, lane_run.log.note = outer.log.started, note
-        racer = _Racer(self, member.callee, lane_run)
+        lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
+        racer = _Racer(self, member, lane_run, hedge=bool(self.lanes))
         child = ProviderChild(member.provider, member.policy, racer)
         task = asyncio.create_task(child.run_in(lane_run, request, via))
         lane = _Lane(idx, lane_run, racer, task)
@@ -256,10 +195,17 @@ class _Race:
             # Admitted only now that it is sure to be called: a half-open probe slot taken
             # here is always used (and resolved) by the hedge.
             via = "probe" if target.admit(store).probe else "closed"
-        events.emit(
-            "info", "hedge_started", agent=run.agent.name, child=last.racer.name, to=target.name
-        )
         waited = run.agent.clock.now() - last.racer.lane_started
+        events.emit(
+            "info",
+            "hedge_started",
+            agent=run.agent.name,
+            child=last.racer.name,
+            to=target.name,
+            waited=waited,
+        )
+        if run.log.trace is not None:
+            run.log.trace.fell_over(last.racer.name, target.name, "hedge")
         note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
         self.start(last.idx + 1, run.with_handover(decision, "hedge"), via, note)
 
@@ -287,8 +233,12 @@ class _Race:
                 log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
 
 
-def _refused(run: Run, target: Any) -> str | None:
-    """Why ``target`` may not take a hedge (None: it may): circuit not closed, budget empty."""
+def _refused(run: Run, target: ProviderChild) -> str | None:
+    """Why ``target`` may not take a hedge (None: it may): its context window cannot hold
+    the request (it is not hedged to; should the run fall over to it, the usual
+    ``context_window`` skip records it), its circuit is not closed, the budget is empty."""
+    if too_long(target.provider, run.request) is not None:
+        return "its context window cannot hold the request"
     store = run.agent.health_store
     if store is None:
         return None
@@ -300,13 +250,29 @@ def _refused(run: Run, target: Any) -> str | None:
 
 
 class _Racer:
-    """The provider as one lane calls it: the lane claims the race at its first content."""
+    """The provider as one lane calls it: the lane claims the race at its first content.
 
-    __slots__ = ("call", "callee", "lane", "lane_run", "lane_started", "name", "race", "request")
+    ``hedge``: this lane was started by a hedge (its attempts' spans say so);
+    ``wrapped``: the provider itself (telemetry describes it, not this view).
+    """
 
-    def __init__(self, race: _Race, callee: Any, lane_run: Run) -> None:
-        self.race, self.callee, self.lane_run = race, callee, lane_run
-        self.name: str = callee.name
+    __slots__ = (
+        "call",
+        "callee",
+        "hedge",
+        "lane",
+        "lane_run",
+        "lane_started",
+        "name",
+        "race",
+        "request",
+        "wrapped",
+    )
+
+    def __init__(self, race: _Race, member: ProviderChild, lane_run: Run, *, hedge: bool) -> None:
+        self.race, self.callee, self.lane_run = race, member.callee, lane_run
+        self.wrapped, self.hedge = member.provider, hedge
+        self.name: str = member.callee.name
         self.lane: _Lane | None = None
         self.lane_started = lane_run.agent.clock.now()
         #: The call in progress: (attempt number, monotonic start, wall start), or None.
@@ -348,21 +314,45 @@ class _Racer:
         if self.call is None or self.request is None or self.call[0] <= len(log.attempts):
             return  # not in a call, or the call's attempt is already recorded
         number, t0, wall = self.call
-        est = _input_tokens(self.request)
-        note = f"usage estimated: ~{est} input tokens (request chars / 4), no output"
+        usage = Usage(input_tokens_estimate(self.request), 0)
+        cost = estimated_cost(self.wrapped, usage)
+        note = f"usage estimated: ~{usage.input_tokens} input tokens (request chars / 4), no output"
+        if cost is not None:
+            note += f", cost estimated at the provider's rates: ${cost:.6f}"
         note = f"{log.note}; {note}" if log.note else note
         duration = self.lane_run.agent.clock.now() - t0
         if self.race.winner is not None:
             self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
-        log.add(
-            Attempt(
-                self.name, None, number, wall, duration, "hedge_lost", Usage(est, 0), None, note
-            )
+        lost = Attempt(self.name, None, number, wall, duration, "hedge_lost", usage, cost, note)
+        log.add(lost)
+        winner = self.race.winner
+        events.emit(
+            "info",
+            "hedge_lost",
+            agent=self.lane_run.agent.name,
+            child=self.name,
+            attempt=number,
+            duration=duration,
+            winner=winner.racer.name if winner is not None else None,
+            **events.attempt_fields(lost),
         )
+        if log.trace is not None and winner is not None:
+            # Lost to a winner: its span ends as such. Without one (the caller cancelled,
+            # another lane stopped the run) the run's end closes it as cut short.
+            log.trace.lost(lost)
         self.call = None
 
 
-def _input_tokens(request: Request) -> int:
-    """A rough count of the input tokens ``request`` was sent as (4 characters a token)."""
-    chars = sum(len(m.content) for m in request.messages) + len(request.system or "")
-    return math.ceil(chars / 4)
+def estimated_cost(provider: Any, usage: Usage) -> float | None:
+    """USD for ``usage`` at ``provider``'s rates (its ``rates.cost``, else its ``price``
+    per million input and output tokens); None when it has neither (no cost rather than
+    a wrong one)."""
+    cost_at_rates = getattr(getattr(provider, "rates", None), "cost", None)
+    if callable(cost_at_rates):
+        cost = cost_at_rates(usage)
+        return float(cost) if isinstance(cost, int | float) else None
+    price = getattr(provider, "price", None)
+    if isinstance(price, tuple) and len(price) == 2:
+        pin, pout = float(price[0]), float(price[1])
+        return (usage.input_tokens * pin + usage.output_tokens * pout) / 1_000_000
+    return None

@@ -36,7 +36,16 @@ def _text(value: object) -> str | None:
 
 
 def provider_attributes(provider: Any) -> dict[str, str | int]:
-    """The attributes every attempt span of ``provider`` carries (computed once per agent)."""
+    """The attributes every attempt span of ``provider`` carries (computed once per agent).
+
+    The engine may call a provider through a view (under deadlines, in a hedge lane):
+    a view names the provider it wraps as ``wrapped``, and the provider is described.
+    """
+    for _ in range(8):  # views wrap views (a hedge lane of a watched provider); bounded
+        inner = getattr(provider, "wrapped", None)
+        if inner is None:
+            break
+        provider = inner
     attrs: dict[str, str | int] = {
         n.OPERATION_NAME: _text(getattr(provider, "gen_ai_operation_name", None)) or "chat",
         n.PROVIDER: str(provider.name),

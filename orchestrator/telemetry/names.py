@@ -45,13 +45,16 @@ REASON = "failover.reason"
 RETRY_AFTER = "failover.retry_after"
 HEDGE = "failover.hedge"
 COST_USD = "failover.cost_usd"
+#: True when the span's tokens and cost are estimated (a hedge's loser reported none).
+USAGE_ESTIMATED = "failover.usage.estimated"
 FROM = "failover.from"
 TO = "failover.to"
 
 #: ``failover.outcome`` of a run span.
 OUTCOMES = ("success", "failed", "stopped", "best_effort")
-#: ``failover.decision`` of an attempt span: what the engine did after it.
-DECISIONS = ("success", "retry", "fallback", "stop")
+#: ``failover.decision`` of an attempt span: what the engine did after it
+#: (``hedge_lost``: cancelled because a parallel hedged attempt produced content first).
+DECISIONS = ("success", "retry", "fallback", "stop", "hedge_lost")
 
 #: The run span's event for a child skipped without a request (circuit open...).
 SKIPPED_EVENT = "failover.skipped"

@@ -46,11 +46,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Described:
-    """One child's span name and fixed attributes (computed once per agent)."""
+    """One child's span name and fixed attributes, and its metric label sets (computed
+    once per agent: an attempt records without building a dict where it can)."""
 
     name: str
     attrs: dict[str, str | int]
     metric: dict[str, str | int]  # the low-cardinality subset metrics are labelled with
+    tokens: tuple[dict[str, str | int], dict[str, str | int]]  # metric + input / output type
+    decisions: dict[str, dict[str, str | int]]  # failover.attempts labels, by decision
 
 
 def _described(agent: Any, child: Any) -> Described:
@@ -62,7 +65,9 @@ def _described(agent: Any, child: Any) -> Described:
         except Exception:  # a provider's own property raised: telemetry never fails a call
             attrs = {n.OPERATION_NAME: "chat", n.PROVIDER: str(child.name)}
         metric = {k: v for k, v in attrs.items() if k not in (n.SERVER_ADDRESS, n.SERVER_PORT)}
-        found = cache[child.name] = Described(span_name(attrs), attrs, metric)
+        tokens = ({**metric, n.TOKEN_TYPE: "input"}, {**metric, n.TOKEN_TYPE: "output"})
+        decisions = {d: {n.PROVIDER: attrs[n.PROVIDER], n.DECISION: d} for d in n.DECISIONS}
+        found = cache[child.name] = Described(span_name(attrs), attrs, metric, tokens, decisions)
     return found
 
 
@@ -241,11 +246,32 @@ class RunTrace:
                 self._close(track, decision)
                 return
 
+    def lost(self, attempt: Attempt) -> None:
+        """The attempt was cancelled because a hedged one won (reason ``hedge_lost``): end
+        its span now, not as an error, with its estimated usage and cost."""
+        for track in self.open:
+            if (
+                track.end_ns is None
+                and track.number == attempt.attempt_number
+                and track.described.attrs[n.PROVIDER] == attempt.agent
+            ):
+                track.end_ns = time.time_ns()
+                if track.span is not None:
+                    attrs = _outcome_attributes(attempt, None, None)
+                    attrs[n.REASON] = "hedge_lost"
+                    attrs[n.USAGE_ESTIMATED] = True
+                    track.span.set_attributes(attrs)
+                self._record(track, attempt)
+                self._close(track, "hedge_lost")
+                return
+
     def _close(self, track: AttemptTrack, decision: str) -> None:
         """End the attempt's span (at the time the attempt ended) with ``decision`` on it."""
         self.open.remove(track)
         if self.meters is not None:
-            labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: decision}
+            labels = track.described.decisions.get(decision)
+            if labels is None:
+                labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: decision}
             self.meters.attempts.add(1, labels)
         span = track.span
         if span is not None:
@@ -265,9 +291,9 @@ class RunTrace:
             meters.first_chunk.record(track.first_chunk, track.described.metric)
         usage = attempt.usage
         if usage is not None:
-            base = track.described.metric
-            meters.tokens.record(usage.input_tokens, {**base, n.TOKEN_TYPE: "input"})
-            meters.tokens.record(usage.output_tokens, {**base, n.TOKEN_TYPE: "output"})
+            tokens_in, tokens_out = track.described.tokens
+            meters.tokens.record(usage.input_tokens, tokens_in)
+            meters.tokens.record(usage.output_tokens, tokens_out)
         if attempt.cost_usd:
             meters.cost.add(attempt.cost_usd, track.described.metric)
 

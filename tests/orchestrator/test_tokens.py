@@ -1,4 +1,5 @@
-"""The input-token lower bound: never above a real tokenizer's count, whatever the text."""
+"""The input-token lower bound (never above a real tokenizer's count, whatever the text)
+and the typical estimate (characters / 4 of the same text)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator import Message, Request, Tool, ToolCall
-from orchestrator.tokens import MAX_BYTES_PER_TOKEN, fits, input_tokens_at_least, tokens_at_least
+from orchestrator.tokens import (
+    CHARS_PER_TOKEN,
+    MAX_BYTES_PER_TOKEN,
+    fits,
+    input_tokens_at_least,
+    input_tokens_estimate,
+    tokens_at_least,
+)
 
 SAMPLES = {
     "english": "The quick brown fox jumps over the lazy dog. " * 40,
@@ -147,3 +155,15 @@ def test_fits_counts_bytes_not_characters() -> None:
     request = Request("東" * (MAX_BYTES_PER_TOKEN * 10))  # 3 bytes each
     assert fits(request, 30)
     assert not fits(request, 29)
+
+
+def test_the_typical_estimate_is_characters_over_four_of_the_same_text() -> None:
+    assert input_tokens_estimate(Request("twelve chars")) == 3
+    request = Request(
+        "a" * 401,
+        system="s" * 40,
+        tools=[Tool("t" * 3, "d" * 56, {"type": "object", "properties": {}})],
+    )
+    chars = 401 + 40 + 3 + 56
+    assert input_tokens_estimate(request) == -(-chars // CHARS_PER_TOKEN) == 125
+    assert input_tokens_estimate(request) >= input_tokens_at_least(request)

@@ -204,7 +204,7 @@ async def test_a_skip_says_why_it_was_skipped(clock: Any) -> None:
     with Progress(out).active():
         assert (await agent.run(LONG)).handled_by == "large"
     text = out.getvalue()
-    assert "skipped small: ContextWindowExceeded (context_window)" in text, text
+    assert "skipped small: its context window cannot hold the request" in text, text
     assert "circuit" not in text
     circuit = {"event": "attempt_failed", "child": "c", "attempt": 0, "reason": "circuit_open"}
     shown = describe_event({**circuit, "error_type": "CircuitOpen", "error_kind": "unusable"})
