@@ -10,6 +10,7 @@ lines are coloured by ``rich`` (when installed), elsewhere they are plain.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator, MutableMapping
@@ -147,7 +148,14 @@ class Progress:
     ``rich`` None: coloured when ``file`` is a terminal and ``rich`` is installed.
     """
 
-    def __init__(self, file: TextIO | None = None, *, rich: bool | None = None) -> None:
+    def __init__(
+        self,
+        file: TextIO | None = None,
+        *,
+        rich: bool | None = None,
+        now: Callable[[], float] = time.monotonic,
+        every: float = 5.0,
+    ) -> None:
         self.file = file if file is not None else sys.stderr
         use_rich = self.file.isatty() if rich is None else rich
         self.console: Any = None
@@ -155,14 +163,35 @@ class Progress:
             from rich.console import Console
 
             self.console = Console(file=self.file, highlight=False, markup=False)
-        self.started = time.monotonic()
+        self.now, self.every = now, every
+        self.started = self.last = now()
         self.gone = False  # the file was closed under us: print nothing more
+        #: The provider being waited on, followed from the events (retries, fallbacks,
+        #: hedges): what a quiet wait names (:meth:`tick`).
+        self.current: str | None = None
+
+    def waiting_on(self, child: str) -> None:
+        """The provider tried first (the plan line names it before any event can)."""
+        self.current = child
+
+    def tick(self) -> None:
+        """After ``every`` seconds without a line, say who is being waited on: a provider that
+        hangs never leaves the terminal blank until its timeout."""
+        if self.current is not None and self.now() - self.last >= self.every:
+            self.line(f"still waiting on {self.current} ({self.now() - self.started:.2f} s)")
+
+    async def heartbeat(self) -> None:
+        """:meth:`tick` every second, until cancelled."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.tick()
 
     def line(self, text: str, style: str | None = None) -> None:
         """Print one line, stamped with the seconds since the command started."""
         if self.gone:
             return
-        stamped = f"[{time.monotonic() - self.started:6.2f}s] {text}"
+        self.last = self.now()
+        stamped = f"[{self.last - self.started:6.2f}s] {text}"
         try:
             if self.console is not None:
                 self.console.print(stamped, style=style)
@@ -173,10 +202,19 @@ class Progress:
 
     def _receive(self, logger: Any, method: str, event: Fields) -> Fields:
         if event.get("logger") == events.LOGGER_NAME:
+            self._follow(event)
             shown = describe_event(event)
             if shown is not None:
                 self.line(shown[1], shown[0])
         raise structlog.DropEvent  # nothing else reaches any output
+
+    def _follow(self, event: Fields) -> None:
+        """Keep :attr:`current` on the provider the run now waits on."""
+        name = event.get("event")
+        if name in ("fallback", "hedge_started"):
+            self.current = str(event.get("to"))
+        elif name == "retry_scheduled":
+            self.current = str(event.get("child"))
 
     @contextmanager
     def active(self) -> Iterator[Progress]:

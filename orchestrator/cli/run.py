@@ -22,6 +22,7 @@ from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
 from orchestrator.cli.text import UsageError, read_stdin, readable
 from orchestrator.config import Config
 from orchestrator.errors import FallbackError, HookError, ProviderError
+from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Attempt, Result
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "add_arguments", "run"]
@@ -136,7 +137,19 @@ def run(args: argparse.Namespace) -> int:
         if args.verbose:
             progress = stack.enter_context(Progress(rich=_rich_choice(args)).active())
             progress.line(_plan(config, kind, name))
+            if kind == "agent" and config.agents[name].children:
+                progress.waiting_on(config.agents[name].children[0].name)
+            work = _with_heartbeat(progress, work)
         return asyncio.run(_with_health(config, work))
+
+
+async def _with_heartbeat(progress: Progress, work: Coroutine[Any, Any, int]) -> int:
+    """``work``, with ``-v`` saying who it waits on while nothing else happens."""
+    beat = asyncio.create_task(progress.heartbeat())
+    try:
+        return await work
+    finally:
+        await cancel_and_wait(beat)
 
 
 def _plan(config: Config, kind: str, name: str) -> str:

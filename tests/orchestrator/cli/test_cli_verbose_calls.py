@@ -65,3 +65,37 @@ async def test_deadline_failures_and_context_window_skips_are_lines(clock: FakeC
     assert "d: skipped small: its context window cannot hold the request" in lines
     assert not any("circuit open" in line for line in lines)
     assert "x" * 20 not in out.getvalue()
+
+
+def test_a_quiet_wait_says_which_provider_it_waits_on() -> None:
+    """A hung provider must not leave the terminal blank (issue 10): after ``every`` seconds
+    without a line, -v says who it is waiting on, and again each ``every`` after."""
+    now = [0.0]
+    out = io.StringIO()
+    progress = Progress(out, now=lambda: now[0], every=5.0)
+    progress.waiting_on("codex")
+    now[0] = 4.0
+    progress.tick()
+    assert out.getvalue() == ""  # not yet: 4 s of quiet
+    now[0] = 5.5
+    progress.tick()
+    now[0] = 7.0
+    progress.tick()  # 1.5 s since the last line: quiet again only at 10.5
+    now[0] = 10.6
+    progress.tick()
+    assert lines_of(out) == ["still waiting on codex (5.50 s)", "still waiting on codex (10.60 s)"]
+
+
+async def test_the_provider_waited_on_follows_retries_and_fallbacks(clock: FakeClock) -> None:
+    from orchestrator.errors import AuthenticationFailed
+
+    agent = FallbackAgent(
+        [Scripted("codex", [AuthenticationFailed("no key")]), Scripted("claude", ["ok"])],
+        name="r",
+        clock=clock,
+    )
+    progress = Progress(io.StringIO())
+    progress.waiting_on("codex")
+    with progress.active():
+        await agent.run("hi")
+    assert progress.current == "claude"
