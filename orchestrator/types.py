@@ -277,7 +277,7 @@ class Request:
         tool_choice: str | None = None,
     ) -> None:
         msgs = _to_messages(messages or ())
-        tool_list = _to_tools(tools)
+        tool_list = _to_tools(tools) if tools else ()  # most requests carry none
         if tool_choice is not None:
             if not tool_list:
                 raise ValueError("Request.tool_choice: given without tools=[...]")

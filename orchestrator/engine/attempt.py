@@ -252,16 +252,17 @@ async def _check(
         return None, Rejected("the accept check refused the reply", provider=name)
     log.add(attempt)
     log.verdict = SUCCEEDED
-    events.emit(
-        "debug",
-        "attempt_succeeded",
-        agent=agent.name,
-        child=name,
-        attempt=number,
-        duration=duration,
-        decision="success",
-        **events.attempt_fields(attempt),
-    )
+    if events.is_enabled():  # the fields cost more than the check: the hot path skips both
+        events.emit(
+            "debug",
+            "attempt_succeeded",
+            agent=agent.name,
+            child=name,
+            attempt=number,
+            duration=duration,
+            decision="success",
+            **events.attempt_fields(attempt),
+        )
     return result, None
 
 
