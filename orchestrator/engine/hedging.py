@@ -185,6 +185,8 @@ class _Race:
         if why is None:
             decision = await run.before_fallback("hedge")
             why = "stopped by before_fallback" if isinstance(decision, Stop) else None
+            if self.winner is not None:  # a lane won while the hook ran: nothing to hedge
+                return
         if why is not None or not isinstance(decision, Request):
             self.hedges_left = 0
             events.emit("info", "hedge_skipped", agent=run.agent.name, to=target.name, why=why)
