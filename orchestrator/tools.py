@@ -157,16 +157,28 @@ def tool_call_error(
     problem = _choice_error(request, calls)
     if problem is None and calls:
         offered = {t.name: t for t in request.tools}
+        ids: set[str] = set()
         for call in calls:
             tool = offered.get(call.name)
             if tool is None:
                 names = ", ".join(offered) or "none"
-                problem = f"the reply calls tool {call.name!r}, not offered (offered: {names})"
+                problem = (
+                    f"the reply calls tool {_shown(call.name)}, not offered (offered: {names})"
+                )
                 break
+            if call.id in ids:  # the caller answers calls by id: a second one is unanswerable
+                problem = f"the reply has more than one call with id {_shown(call.id)}"
+                break
+            ids.add(call.id)
             problem = _argument_error(tool, call, provider)
             if problem is not None:
                 break
     return None if problem is None else InvalidOutput(problem, provider=provider)
+
+
+def _shown(text: str) -> str:
+    """A name or id from the reply, for a message: quoted, escaped, at most 64 characters."""
+    return repr(text[:64]) + ("..." if len(text) > 64 else "")
 
 
 def _argument_error(tool: Tool, call: ToolCall, provider: str) -> str | None:
@@ -187,6 +199,6 @@ def _argument_error(tool: Tool, call: ToolCall, provider: str) -> str | None:
         return None
     where = "/".join(map(str, error.absolute_path)) or "(root)"
     return (
-        f"tool {call.name!r} arguments do not match its schema at {where}: "
+        f"tool {_shown(call.name)} arguments do not match its schema at {where}: "
         f"{error.validator} check failed"
     )

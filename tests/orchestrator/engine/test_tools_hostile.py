@@ -73,3 +73,26 @@ def test_properties_named_like_regex_keywords_are_properties() -> None:
         tool_call_error(Request("hi", tools=[tool]), [ToolCall("1", "k", {"pattern": "x"})], "p")
         is None
     )
+
+
+PLAIN = Tool("f", "", {"type": "object", "properties": {"s": {"type": "string"}}})
+
+
+def test_a_reply_with_two_calls_under_one_id_is_invalid_output() -> None:
+    """The caller answers each call by its id: two calls under one id cannot both be
+    answered (Anthropic refuses such a history: the next turn would fail)."""
+    twice = [ToolCall("call_1", "f", {"s": "a"}), ToolCall("call_1", "f", {"s": "b"})]
+    error = tool_call_error(Request("hi", tools=[PLAIN]), twice, "p")
+    assert error is not None and "more than one call with id 'call_1'" in str(error)
+    distinct = [ToolCall("call_1", "f", {"s": "a"}), ToolCall("call_2", "f", {"s": "b"})]
+    assert tool_call_error(Request("hi", tools=[PLAIN]), distinct, "p") is None
+
+
+def test_a_hostile_tool_name_or_id_is_bounded_in_the_error() -> None:
+    request = Request("hi", tools=[PLAIN])
+    name = "x" * 100_000 + "\x1b[2J"
+    error = tool_call_error(request, [ToolCall("call_1", name, {})], "p")
+    assert error is not None and len(str(error)) < 1_000 and "\x1b" not in str(error)
+    twice = [ToolCall("i" * 100_000, "f", {}), ToolCall("i" * 100_000, "f", {})]
+    error = tool_call_error(request, twice, "p")
+    assert error is not None and len(str(error)) < 1_000
