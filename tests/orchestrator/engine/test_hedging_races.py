@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from orchestrator import FallbackAgent, Request
 from orchestrator.testing import FakeClock, capture_events
-from tests.orchestrator.engine.paced import Ticker, until
+from tests.orchestrator.engine.paced import HANG, Paced, Ticker, until
 from tests.orchestrator.engine.test_hedging import slow_and_fast
 
 
@@ -28,3 +30,16 @@ async def test_no_hedge_starts_once_the_primary_won_while_before_fallback_ran(
     assert not any(e["event"] == "hedge_started" for e in logs)
     assert [a.agent for a in result.attempts] == ["slow"]
     assert fast.calls == 0
+
+
+async def test_a_stream_consumer_leaving_after_one_chunk_leaves_no_lane(clock: FakeClock) -> None:
+    slow = Paced("slow", clock, [(2.0, "slow"), (2.01, "!")])
+    fast = Paced("fast", clock, [(0.05, "fast"), (0.06, HANG)])
+    agent = FallbackAgent([slow, fast], hedge_after=0.4, clock=clock)
+    before = asyncio.all_tasks()
+    async with Ticker(clock), agent.stream("hi") as chunks:
+        async for chunk in chunks:
+            assert chunk == "fast"
+            break
+    await asyncio.sleep(0)
+    assert slow.open == fast.open == 0 and asyncio.all_tasks() - before == set()
