@@ -12,6 +12,13 @@ when it is not a JSON object.
 
 ``jsonschema`` is imported only when a request has tools: a chain without tools
 never pays for it.
+
+Arguments come from the network, so a schema's regular expressions run on hostile
+text: ``pattern`` is matched with RE2 (``google-re2``: linear time, where Python's
+backtracking ``re`` takes exponential time on ``^(a+)+$`` and ``"aaaa...!"``). A
+pattern RE2 cannot run (lookaround, backreferences) and ``patternProperties`` (whose
+keys jsonschema matches with ``re`` in several keywords) are refused when the run
+starts.
 """
 
 from __future__ import annotations
@@ -49,12 +56,64 @@ def _check_size(tool: Tool) -> None:
             stack.extend((v, depth + 1) for v in node)
 
 
+def _check_regexes(tool: Tool) -> None:
+    """Refuse ``patternProperties`` and a ``pattern`` RE2 cannot compile (no recursion)."""
+    # (node, names): ``names`` is a mapping of property names to schemas ("properties"...),
+    # whose keys are names, not keywords (a property may be called "pattern").
+    stack: list[tuple[Any, bool]] = [(tool.parameters, False)]
+    while stack:
+        node, names = stack.pop()
+        if isinstance(node, Mapping):
+            if not names:
+                _check_keywords(tool, node)
+            stack.extend((v, not names and k in _NAME_MAPS) for k, v in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, False) for v in node)
+
+
+_NAME_MAPS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _check_keywords(tool: Tool, schema: Mapping[str, Any]) -> None:
+    if "patternProperties" in schema:
+        raise ValueError(
+            f"Tool {tool.name!r}: patternProperties is not supported (its regexes "
+            "would run on the model's arguments without a linear-time bound)"
+        )
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        _re2(pattern, tool.name)
+
+
+@lru_cache(maxsize=1024)
+def _re2(pattern: str, tool: str = "") -> Any:
+    """``pattern`` compiled by RE2 (``ValueError`` naming ``tool`` when it cannot be)."""
+    import re2  # type: ignore[import-untyped]
+
+    try:
+        return re2.compile(pattern)
+    except re2.error:
+        raise ValueError(
+            f"Tool {tool!r}: pattern {pattern[:80]!r} has no linear-time match (lookaround "
+            "and backreferences are not supported); rewrite it"
+        ) from None
+
+
+def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    """jsonschema's ``pattern`` keyword, matched by RE2 (checked by :func:`_check_regexes`)."""
+    import jsonschema
+
+    if validator.is_type(instance, "string") and not _re2(pattern).search(instance):
+        yield jsonschema.ValidationError("does not match the pattern")  # never the value
+
+
 @lru_cache(maxsize=256)
 def _validator(tool: Tool) -> Any:
     """The JSON-schema validator of ``tool``'s parameters (checked and built once per tool)."""
     import jsonschema
 
     _check_size(tool)
+    _check_regexes(tool)
     cls = jsonschema.validators.validator_for(tool.parameters)
     try:
         cls.check_schema(dict(tool.parameters))
@@ -62,7 +121,9 @@ def _validator(tool: Tool) -> Any:
         raise ValueError(
             f"Tool {tool.name!r}: parameters is not a valid JSON schema: {exc.message}"
         ) from None
-    return cls(tool.parameters)
+    extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
+    linear = extend(cls, {"pattern": _linear_pattern})
+    return linear(tool.parameters)
 
 
 def check_tools(tools: Sequence[Tool]) -> None:
@@ -96,16 +157,28 @@ def tool_call_error(
     problem = _choice_error(request, calls)
     if problem is None and calls:
         offered = {t.name: t for t in request.tools}
+        ids: set[str] = set()
         for call in calls:
             tool = offered.get(call.name)
             if tool is None:
                 names = ", ".join(offered) or "none"
-                problem = f"the reply calls tool {call.name!r}, not offered (offered: {names})"
+                problem = (
+                    f"the reply calls tool {_shown(call.name)}, not offered (offered: {names})"
+                )
                 break
+            if call.id in ids:  # the caller answers calls by id: a second one is unanswerable
+                problem = f"the reply has more than one call with id {_shown(call.id)}"
+                break
+            ids.add(call.id)
             problem = _argument_error(tool, call, provider)
             if problem is not None:
                 break
     return None if problem is None else InvalidOutput(problem, provider=provider)
+
+
+def _shown(text: str) -> str:
+    """A name or id from the reply, for a message: quoted, escaped, at most 64 characters."""
+    return repr(text[:64]) + ("..." if len(text) > 64 else "")
 
 
 def _argument_error(tool: Tool, call: ToolCall, provider: str) -> str | None:
@@ -126,6 +199,6 @@ def _argument_error(tool: Tool, call: ToolCall, provider: str) -> str | None:
         return None
     where = "/".join(map(str, error.absolute_path)) or "(root)"
     return (
-        f"tool {call.name!r} arguments do not match its schema at {where}: "
+        f"tool {_shown(call.name)} arguments do not match its schema at {where}: "
         f"{error.validator} check failed"
     )

@@ -17,7 +17,9 @@ attempts are CLIENT spans of the one run span, a hedge's with ``failover.hedge``
 a loser's span ends when it is cancelled, with decision and reason ``hedge_lost``.
 Nothing reaches a stream's consumer before a lane wins, so a consumer never sees
 two replies. A lane that fails before any lane
-won is recorded as usual; the others race on.
+won is recorded as usual; the others race on. A winner that fails after its
+first content hands over to the first lane it beat (which lost only the race),
+as an unhedged chain would.
 
 Hedges never amplify an outage: with a health store each hedge takes a token
 from the retry budget (none left: no hedge) and never goes to a child whose
@@ -80,7 +82,7 @@ async def race(
         await hedged.close()
     if isinstance(outcome, Result):
         outcome = replace(outcome, attempts=tuple(run.log.attempts), latency=run.elapsed())
-    return outcome, hedged.lanes[-1].idx
+    return outcome, hedged.resume_after()
 
 
 class _Lane:
@@ -167,6 +169,21 @@ class _Race:
         outcome: Result | BaseException = await lane.task
         return outcome
 
+    def resume_after(self) -> int:
+        """The index of the last child this race tried out: the run goes on after it.
+
+        A lane cancelled because another won lost only the race to first content:
+        should the winner then fail, the run goes on to the first such lane after
+        it, as an unhedged chain would have (a lane that failed on its own is done).
+        """
+        winner = self.winner
+        beaten = [
+            lane.idx
+            for lane in self.lanes
+            if winner is not None and lane.idx > winner.idx and lane.task.cancelled()
+        ]
+        return min(beaten) - 1 if beaten else self.lanes[-1].idx
+
     def _next_hedge_at(self) -> float | None:
         last = self.lanes[-1]
         if self.hedges_left == 0 or last.idx + 1 >= len(self.run.agent.members):
@@ -185,6 +202,8 @@ class _Race:
         if why is None:
             decision = await run.before_fallback("hedge")
             why = "stopped by before_fallback" if isinstance(decision, Stop) else None
+            if self.winner is not None:  # a lane won while the hook ran: nothing to hedge
+                return
         if why is not None or not isinstance(decision, Request):
             self.hedges_left = 0
             events.emit("info", "hedge_skipped", agent=run.agent.name, to=target.name, why=why)

@@ -19,16 +19,35 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from orchestrator.secrets import scrub
 from orchestrator.telemetry import names as n
 from orchestrator.types import Request, Response
 
-__all__ = ["MAX_CONTENT_CHARS", "input_messages", "output_messages", "provider_attributes"]
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_NAME_CHARS",
+    "input_messages",
+    "output_messages",
+    "provider_attributes",
+    "reply_name",
+]
 
 #: Captured text per message part, and messages per request, at most (a span is not a log).
 MAX_CONTENT_CHARS = 8192
 MAX_MESSAGES = 64
 
+#: A name a reply gives (``gen_ai.response.model``) is cut to this many characters.
+MAX_NAME_CHARS = 256
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def reply_name(text: str) -> str:
+    """A name from a server's reply (its model), as a span may carry it: at most
+    :data:`MAX_NAME_CHARS` characters, control and bidi characters as ``?``."""
+    if len(text) <= MAX_NAME_CHARS and text.isascii() and text.isprintable():
+        return text  # the usual case, checked without a regex
+    return scrub(text[:MAX_NAME_CHARS])
 
 
 def _text(value: object) -> str | None:

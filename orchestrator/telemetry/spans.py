@@ -30,6 +30,7 @@ from orchestrator.telemetry.describe import (
     input_messages,
     output_messages,
     provider_attributes,
+    reply_name,
     span_name,
 )
 from orchestrator.telemetry.installed import api, tracer
@@ -312,7 +313,7 @@ def _outcome_attributes(
     """How the attempt ended, as span attributes (numbers and names only: no text)."""
     attrs: dict[str, Any] = {}
     if response is not None and response.model:
-        attrs[n.RESPONSE_MODEL] = response.model
+        attrs[n.RESPONSE_MODEL] = reply_name(response.model)  # the server's: bounded
     usage = attempt.usage
     if usage is not None:
         attrs[n.INPUT_TOKENS] = usage.input_tokens

@@ -419,8 +419,8 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
         :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
         ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
-        if isinstance(exc, Missing):
-            return InvalidOutput(str(exc), provider=self.name)
+        if isinstance(exc, Missing):  # may quote a name the reply gave: cut and masked
+            return InvalidOutput(short(str(exc), self.secrets()), provider=self.name)
         err = InvalidOutput(
             f"reply has an unexpected shape ({type(exc).__name__}: "
             f"{short(str(exc), self.secrets())})",

@@ -1,0 +1,55 @@
+"""Hostile tool calls on each vendor's wire (loopback to the simulator): bounded errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.errors import InvalidOutput
+from providers.simulated import Fault, SimulatedServer
+from tests.providers.http.test_tools_wire import ROUTES, ask, provider, streamed
+
+HOSTILE_NAME = "x" * 100_000 + "\x1b[2J\u202e"
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("arguments", ["[1, 2]", '{"city": '])
+async def test_a_hostile_tool_name_is_cut_and_escaped_in_the_error(
+    sim: SimulatedServer, route: str, stream: bool, arguments: str
+) -> None:
+    sim.script(route, [Fault.ok(tool_calls=[{"name": HOSTILE_NAME, "arguments": arguments}])])
+    p = provider(route, sim)
+    with pytest.raises(InvalidOutput) as info:
+        if stream:
+            await streamed(p, ask())
+        else:
+            await p.complete(ask())
+    message = str(info.value)
+    assert "xxxx" in message and len(message) < 400
+    assert "\x1b" not in message and "\u202e" not in message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open finding: a billed reply the provider cannot parse (tool arguments not a "
+    "JSON object) loses the usage it reported, so Result.cost_usd leaves it out; the "
+    "InvalidOutput would have to carry the reply's usage for _record_failure to count it",
+)
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_reply_with_bad_arguments_keeps_the_usage_it_reported(
+    sim: SimulatedServer, route: str, stream: bool
+) -> None:
+    from orchestrator import FallbackAgent
+
+    bad = Fault.ok(tool_calls=[{"name": "get_weather", "arguments": "[1]"}], usage=(100, 50))
+    sim.script(route, [bad])
+    agent = FallbackAgent([provider(route, sim)], max_retries=0, schema_retries=0)
+    with pytest.raises(Exception) as info:
+        if stream:
+            async with agent.stream(ask()) as s:
+                [c async for c in s]
+        else:
+            await agent.run(ask())
+    (attempt,) = info.value.attempts  # type: ignore[attr-defined]
+    assert attempt.usage is not None and attempt.usage.input_tokens == 100
