@@ -20,6 +20,7 @@ from aiohttp import web
 from orchestrator.config import load_config
 from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
+from providers.serve.meters import install_meter_provider
 from providers.serve.models import Models
 from providers.serve.settings import GatewaySettings
 
@@ -82,6 +83,7 @@ async def _main(
     on_ready: Callable[[], None] | None,
 ) -> None:
     config = load_config(chain)
+    install_meter_provider()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
