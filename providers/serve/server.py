@@ -89,7 +89,11 @@ async def _main(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    async with Models.from_config(config) as models:
+    async with contextlib.AsyncExitStack() as stack:
+        # A worker starts with the circuits the fleet opened (one sync with a shared store,
+        # bounded by its timeout) and leaves what it recorded when it drains.
+        await config.open_health(stack)
+        models = await stack.enter_async_context(Models.from_config(config))
         await serve(models, keys, settings, sock, stop, on_ready)
 
 

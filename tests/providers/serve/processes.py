@@ -63,8 +63,12 @@ async def serving(
                     await asyncio.sleep(0.05)
         yield proc, url
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # SIGTERM: the supervisor stops its workers (SIGKILL would not)
+            proc.terminate()
+            try:
+                await asyncio.to_thread(proc.wait, 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         proc.wait()
 
 

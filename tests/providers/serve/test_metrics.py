@@ -44,6 +44,7 @@ async def test_metrics_show_the_attempts_of_a_call_through_the_gateway(
     by_provider = {labels.get("failover_provider"): value for _, labels, value in attempts}
     assert sum(by_provider.values()) == 2, attempts  # the 529, then the answer
     assert "failover_fallbacks" in families
+    assert "gen_ai_client_operation_duration_seconds" in families
     labels = [v for samples in families.values() for _, ls, _ in samples for v in ls.values()]
     assert not [v for v in labels if UPSTREAM_KEY in v or "7f3a9c" in v]
     assert UPSTREAM_KEY not in text and "7f3a9c" not in text
