@@ -48,3 +48,14 @@ async def test_metrics_show_the_attempts_of_a_call_through_the_gateway(
     labels = [v for samples in families.values() for _, ls, _ in samples for v in ls.values()]
     assert not [v for v in labels if UPSTREAM_KEY in v or "7f3a9c" in v]
     assert UPSTREAM_KEY not in text and "7f3a9c" not in text
+
+
+def test_otel_sdk_disabled_leaves_the_meter_provider_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import metrics
+
+    from providers.serve.meters import install_meter_provider
+
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    before = metrics.get_meter_provider()
+    assert install_meter_provider() is False
+    assert metrics.get_meter_provider() is before
