@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import aiohttp
-import structlog
 
 from orchestrator import FallbackAgent, Phase, Request, Step, Workflow
+from orchestrator.testing import capture_events
 from tests.providers.serve.conftest import Recorder, gateway
 
 CHAT = "/v1/chat/completions"
@@ -60,7 +60,7 @@ class Broken:
 
 async def test_a_gateway_fault_is_a_500_without_its_message_and_is_reported() -> None:
     async with gateway({"b": Broken()}) as url, aiohttp.ClientSession() as http:
-        with structlog.testing.capture_logs() as logs:
+        with capture_events() as logs:  # capture_logs alone leaves structlog configured
             async with http.post(url + CHAT, json=body("b")) as r:
                 text = await r.text()
                 assert r.status == 500
