@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any
 
 from aiohttp import web
 
-__all__ = ["healthz", "metrics", "readyz"]
+from orchestrator.telemetry import EXPOSITION_CONTENT_TYPE, prometheus_exposition
 
-_PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
+__all__ = ["healthz", "metrics", "readyz"]
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -39,29 +38,15 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"status": status, "models": len(models.names()), "stores": stores})
 
 
-def _exposition() -> bytes | None:
-    """``orchestrator.telemetry.prometheus_exposition()`` when that module exists (issue 12)."""
-    try:
-        telemetry = importlib.import_module("orchestrator.telemetry")
-    except ImportError:
-        raise LookupError("this build has no orchestrator.telemetry (metrics, issue 12)") from None
-    expose = getattr(telemetry, "prometheus_exposition", None)
-    if expose is None:
-        raise LookupError("orchestrator.telemetry has no prometheus_exposition()")
-    data: bytes | None = expose()
-    return data
-
-
 async def metrics(request: web.Request) -> web.Response:
-    """The Prometheus exposition of the chain's metrics, or 501 saying why there is none."""
-    try:
-        data = _exposition()
-    except LookupError as exc:
-        return web.Response(status=501, text=f"metrics unavailable: {exc}\n")
+    """The Prometheus exposition of the chain's metrics (the worker's meter provider: see
+    :mod:`providers.serve.meters`), or 501 when the exporter is not installed."""
+    data = prometheus_exposition()
     if data is None:
         return web.Response(
             status=501,
-            text="metrics unavailable: install the OpenTelemetry SDK and the Prometheus "
-            "exporter (pip install 'failover-orchestrator[otel]')\n",
+            text="metrics unavailable: install the OpenTelemetry SDK and the Prometheus exporter "
+            "(pip install 'failover-orchestrator[serve]': opentelemetry-sdk, "
+            "opentelemetry-exporter-prometheus)\n",
         )
-    return web.Response(body=data, headers={"Content-Type": _PROMETHEUS})
+    return web.Response(body=data, headers={"Content-Type": EXPOSITION_CONTENT_TYPE})

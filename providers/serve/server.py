@@ -20,6 +20,7 @@ from aiohttp import web
 from orchestrator.config import load_config
 from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
+from providers.serve.meters import install_meter_provider
 from providers.serve.models import Models
 from providers.serve.settings import GatewaySettings
 
@@ -82,12 +83,17 @@ async def _main(
     on_ready: Callable[[], None] | None,
 ) -> None:
     config = load_config(chain)
+    install_meter_provider()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    async with Models.from_config(config) as models:
+    async with contextlib.AsyncExitStack() as stack:
+        # A worker starts with the circuits the fleet opened (one sync with a shared store,
+        # bounded by its timeout) and leaves what it recorded when it drains.
+        await config.open_health(stack)
+        models = await stack.enter_async_context(Models.from_config(config))
         await serve(models, keys, settings, sock, stop, on_ready)
 
 

@@ -11,6 +11,9 @@ from orchestrator import FallbackAgent, Request, Response
 from providers import AnthropicMessages, OpenAIChat, SimulatedServer
 from providers.serve import GatewayKeys, GatewaySettings, Models
 from providers.serve.server import listen_socket, serve
+from tests.orchestrator.health.redis.conftest import redis_server_factory
+
+__all__ = ["redis_server_factory"]  # a fixture: real redis-servers a test may stop
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
 

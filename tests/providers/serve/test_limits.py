@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 import aiohttp
+import pytest
 
 from orchestrator import FallbackAgent, Request, Response
 from providers import Fault, SimulatedServer
@@ -121,25 +122,20 @@ async def test_a_hundred_calls_in_flight_through_the_fallback(sim: SimulatedServ
     assert sim.count("openai") == 100
 
 
-async def test_metrics_serve_the_telemetry_exposition(monkeypatch: object) -> None:
-    import sys
-    import types
+async def test_metrics_serve_the_telemetry_exposition(monkeypatch: pytest.MonkeyPatch) -> None:
+    from providers.serve import probes
 
-    import pytest
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
-    fake = types.ModuleType("orchestrator.telemetry")
-    fake.prometheus_exposition = lambda: b"# TYPE failover_runs counter\nfailover_runs 3\n"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "orchestrator.telemetry", fake)
+    exposition: list[bytes | None] = [b"# TYPE failover_runs counter\nfailover_runs 3\n"]
+    monkeypatch.setattr(probes, "prometheus_exposition", lambda: exposition[0])
     async with gateway({"m": FallbackAgent([Recorder()])}) as url, aiohttp.ClientSession() as http:
         async with http.get(url + "/metrics") as r:
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             assert "failover_runs 3" in await r.text()
-        fake.prometheus_exposition = lambda: None  # type: ignore[attr-defined]
+        exposition[0] = None  # the exporter is not installed
         async with http.get(url + "/metrics") as r:
             assert r.status == 501
-            assert "OpenTelemetry" in await r.text()
+            assert "opentelemetry-exporter-prometheus" in await r.text()
 
 
 async def test_a_client_that_leaves_cancels_its_run_upstream() -> None:

