@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.errors import InvalidOutput
-from orchestrator.types import Usage
+from orchestrator.types import Attempt, Usage
 from providers.simulated import Fault, SimulatedServer
 from tests.providers.http.test_tools_wire import ROUTES, ask, provider, streamed
 
@@ -30,6 +30,18 @@ MALFORMED_USAGE: dict[str, dict[str, Any]] = {
     "anthropic": {"content": "not a list", "usage": {"input_tokens": -1}},
     "gemini": {"candidates": [], "usageMetadata": {"promptTokenCount": 2**60}},
 }
+
+
+async def only_attempt(agent: FallbackAgent, *, stream: bool) -> Attempt:
+    """The one attempt of a run (or a stream) of ``agent`` that must fail."""
+    with pytest.raises(FallbackError) as info:
+        if stream:
+            async with agent.stream(ask()) as s:
+                [c async for c in s]
+        else:
+            await agent.run(ask())
+    (attempt,) = info.value.attempts
+    return attempt
 
 
 def _parse(p: Any, data: Any) -> Any:
@@ -83,13 +95,7 @@ async def test_a_hundred_unparsable_replies_in_flight_each_keep_their_own_usage(
     agent = FallbackAgent([provider(route, sim, price=PRICE)], max_retries=0, schema_retries=0)
 
     async def one() -> InvalidOutput:
-        with pytest.raises(FallbackError) as info:
-            if stream:
-                async with agent.stream(ask()) as s:
-                    [c async for c in s]
-            else:
-                await agent.run(ask())
-        (attempt,) = info.value.attempts
+        attempt = await only_attempt(agent, stream=stream)
         assert isinstance(attempt.error, InvalidOutput)
         assert attempt.usage == attempt.error.usage and attempt.usage is not None
         assert attempt.cost_usd == attempt.error.cost_usd

@@ -36,17 +36,12 @@ async def test_a_reply_with_bad_arguments_keeps_the_usage_it_reported(
     sim: SimulatedServer, route: str, stream: bool
 ) -> None:
     from orchestrator import FallbackAgent
+    from tests.providers.http.test_billed_invalid_output import only_attempt
 
     bad = Fault.ok(tool_calls=[{"name": "get_weather", "arguments": "[1]"}], usage=(100, 50))
     sim.script(route, [bad])
     agent = FallbackAgent([provider(route, sim, price=(2.0, 8.0))], max_retries=0, schema_retries=0)
-    with pytest.raises(Exception) as info:
-        if stream:
-            async with agent.stream(ask()) as s:
-                [c async for c in s]
-        else:
-            await agent.run(ask())
-    (attempt,) = info.value.attempts  # type: ignore[attr-defined]
+    attempt = await only_attempt(agent, stream=stream)
     assert attempt.usage == Usage(100, 50)
     assert isinstance(attempt.error, InvalidOutput) and attempt.error.usage == Usage(100, 50)
     assert attempt.cost_usd == pytest.approx((100 * 2.0 + 50 * 8.0) / 1_000_000)
