@@ -52,6 +52,7 @@ __all__ = [
     "Missing",
     "VendorProvider",
     "VendorSettings",
+    "bill",
     "cost_of",
     "dig",
     "join_url",
@@ -149,6 +150,16 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | Rates | None) -> f
     if isinstance(price, Rates):
         return price.cost(usage)
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+
+def bill(
+    error: InvalidOutput, usage: Usage | None, price: tuple[float, float] | Rates | None
+) -> None:
+    """Give ``error`` ``usage`` and its cost at ``price`` unless it has a usage already:
+    a reply that cannot be used is still billed. Call it where an ``InvalidOutput``
+    passes with the reply's usage known (a stream: the usage so far), then re-raise it."""
+    if error.usage is None and usage is not None:
+        error.usage, error.cost_usd = usage, cost_of(usage, price)
 
 
 class VendorSettings(TypedDict, total=False):
@@ -438,11 +449,8 @@ class VendorProvider(KeywordChecked, HTTPCaller):
             return None  # the usage is malformed too: nothing to count
 
     def bill(self, error: InvalidOutput, usage: Usage | None) -> None:
-        """Give ``error`` ``usage`` (and its cost at this provider's rates) unless it has
-        a usage already: a reply that cannot be used is still billed. Call it where a
-        vendor's ``InvalidOutput`` passes with the usage known, then re-raise it."""
-        if error.usage is None and usage is not None:
-            error.usage, error.cost_usd = usage, cost_of(usage, self.rates)
+        """:func:`bill` ``error`` for ``usage`` at this provider's rates."""
+        bill(error, usage, self.rates)
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of

@@ -119,3 +119,17 @@ async def test_a_stream_broken_midway_keeps_the_usage_seen_so_far(
     else:  # Anthropic's message_start, Gemini's usageMetadata on every chunk
         assert info.value.usage is not None and info.value.usage.input_tokens > 0
         assert info.value.cost_usd is not None and info.value.cost_usd > 0
+
+
+async def test_http_fallback_keeps_the_usage_of_a_reply_with_bad_tool_calls(
+    sim: SimulatedServer,
+) -> None:
+    from providers import HTTPFallback
+
+    bad = Fault.ok(tool_calls=[{"name": "get_weather", "arguments": "[1]"}], usage=(7, 3))
+    sim.script("http", [bad])
+    p = HTTPFallback(sim.http_url, supports_tools=True, price=PRICE)
+    with pytest.raises(InvalidOutput) as info:
+        await p.complete(ask())
+    assert info.value.usage == Usage(7, 3)
+    assert info.value.cost_usd == pytest.approx((7 * 2.0 + 3 * 8.0) / 1_000_000)
