@@ -55,7 +55,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from orchestrator.types import Attempt
+    from orchestrator.types import Attempt, Usage
 
 __all__ = [
     "AuthenticationFailed",
@@ -291,12 +291,34 @@ class CircuitOpen(UnusableError):
 
 
 class InvalidOutput(ProviderError):
-    """The reply is malformed or fails the schema: retry (``schema_retries``), then hand over."""
+    """The reply is malformed or fails the schema: retry (``schema_retries``), then hand over.
+
+    ``usage`` and ``cost_usd`` are what a reply that could not be used still
+    reported and cost (the vendor bills it): set by the provider when the reply's
+    usage was readable (a stream: the usage seen so far), else None. The engine
+    records them on the failed attempt, so ``Result.cost_usd`` counts them.
+    """
 
     kind = "invalid_output"
     retried = True
     counts_for_health = False  # the provider is up; the reply is the problem
     reason = "invalid_output"
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        usage: Usage | None = None,
+        cost_usd: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.usage = usage
+        self.cost_usd = cost_usd
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {**super()._kwargs(), "usage": self.usage, "cost_usd": self.cost_usd}
 
 
 class Rejected(InvalidOutput):

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, PositiveInt, given
-from orchestrator.errors import GuardrailTriggered, ProviderError
+from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
 from providers.http.base import (
@@ -150,22 +150,17 @@ class AnthropicMessages(VendorProvider):
             raise Missing("reply has no tool_use block with an input (structured output)")
         else:
             text = prefill.new_text("".join(texts))
-        usage = data.get("usage")
-        return self.response(
-            text,
-            Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
-            if isinstance(usage, Mapping)
-            else None,
-            data.get("model"),
-            data.get("stop_reason"),
-            tuple(calls),
-        )
+        usage = _usage(data)
+        return self.response(text, usage, data.get("model"), data.get("stop_reason"), tuple(calls))
+
+    def reply_usage(self, data: Any) -> Usage | None:
+        return _usage(data)
 
     async def complete(self, request: Request) -> Response:
         """One Messages call; every failure raised as an ``orchestrator.errors`` class."""
         payload, prefill, answer = self.payload(request, stream=False)
         data = await self.post_json(self._url, payload)
-        return self.parsed(self.parse, data, answer, prefill)
+        return self.parsed_reply(self.parse, data, answer, prefill)
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text (or, for structured output, tool-input JSON) and tool-call deltas,
@@ -177,30 +172,42 @@ class AnthropicMessages(VendorProvider):
         payload, prefill, answer = self.payload(request, stream=True)
         state = _StreamState(answer, prefill)
         done = False
-        async for event in self.post_events(self._url, payload):
-            data = await self.event_json(event)
-            kind = data.get("type", event.event) if isinstance(data, Mapping) else None
-            if kind == "message_stop":
-                done = True
-                break
-            if kind == "error":
-                raise map_anthropic_error(None, {}, data, provider=self.name, key=self.secrets())
-            item = self.parsed(state.read, kind, data)
-            if kind == "message_delta" and state.stop == "refusal":
-                raise _refusal(self.name)
-            if item:
-                yield item
-        if not done:
-            raise self.unfinished(state.parts, "message_stop")
-        if answer is not None and not state.parts and not state.calls:
-            raise self.empty_stream("tool input (structured output)")
-        usage_out = Usage(state.input_tokens, state.output_tokens) if state.saw_usage else None
-        text = "".join(state.parts)
-        calls = self.parsed(state.calls.calls)
-        yield self.response(text, usage_out, state.model, state.stop, calls)
+        try:
+            async for event in self.post_events(self._url, payload):
+                data = await self.event_json(event)
+                kind = data.get("type", event.event) if isinstance(data, Mapping) else None
+                if kind == "message_stop":
+                    done = True
+                    break
+                if kind == "error":
+                    raise map_anthropic_error(
+                        None, {}, data, provider=self.name, key=self.secrets()
+                    )
+                item = self.parsed(state.read, kind, data)
+                if kind == "message_delta" and state.stop == "refusal":
+                    raise _refusal(self.name)
+                if item:
+                    yield item
+            if not done:
+                raise self.unfinished(state.parts, "message_stop")
+            if answer is not None and not state.parts and not state.calls:
+                raise self.empty_stream("tool input (structured output)")
+            calls = self.parsed(state.calls.calls)
+        except InvalidOutput as error:
+            self.bill(error, state.usage())  # the usage seen so far
+            raise
+        yield self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
 
 
 _NONE: Any = object()
+
+
+def _usage(data: Any) -> Usage | None:
+    """The ``usage`` a Messages reply reports (None when it has none)."""
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    return Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
 
 
 class _StreamState:
@@ -216,6 +223,10 @@ class _StreamState:
         self.saw_usage = False
         self.model: str | None = None
         self.stop: str | None = None
+
+    def usage(self) -> Usage | None:
+        """The usage the stream reported so far (None before ``message_start`` gave one)."""
+        return Usage(self.input_tokens, self.output_tokens) if self.saw_usage else None
 
     def read(self, kind: Any, data: Any) -> str | ToolCallDelta | None:
         """The text or tool-call delta one event carries, if any (bookkeeping the rest)."""

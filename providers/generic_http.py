@@ -49,6 +49,7 @@ from orchestrator.units import seconds, seconds_or_none
 from providers.http.base import (
     BAD_SHAPE,
     Missing,
+    bill,
     cost_of,
     load_json_async,
     tokens,
@@ -286,12 +287,17 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         if failure is not None:
             raise failure  # not in the except block, where exc would be the context
         model = data.get("model") if isinstance(data, Mapping) else None
+        try:
+            calls = self._tool_calls(data) if self.supports_tools else ()
+        except InvalidOutput as error:
+            bill(error, use, self.price)  # the reply said what it used: it was billed
+            raise
         return Response(
             text=text,
             usage=use,
             model=model if isinstance(model, str) else None,
             cost_usd=cost_of(use, self.price),
-            tool_calls=self._tool_calls(data) if self.supports_tools else (),
+            tool_calls=calls,
         )
 
     def _tool_calls(self, data: Any) -> tuple[ToolCall, ...]:

@@ -14,6 +14,7 @@ from typing import Any, Literal, Unpack
 from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
+    InvalidOutput,
     ProviderError,
 )
 from orchestrator.secrets import Secret
@@ -153,7 +154,10 @@ class OpenAIChat(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request, stream=False))
-        return self.parsed(self.parse, data)
+        return self.parsed_reply(self.parse, data)
+
+    def reply_usage(self, data: Any) -> Usage | None:
+        return _usage(data)
 
     def _deltas(
         self, chunk: Mapping[str, Any], finish: str | None
@@ -188,26 +192,31 @@ class OpenAIChat(VendorProvider):
         model: str | None = None
         finish: str | None = None
         done = saw_choice = False
-        async for event in self.post_events(self._url, self.payload(request, stream=True)):
-            if event.data == "[DONE]":
-                done = True
-                break
-            chunk = await self.stream_event(event)
-            usage = self.parsed(_usage, chunk) or usage
-            model = chunk.get("model") or model
-            items, saw, finish = self.parsed(self._deltas, chunk, finish)
-            saw_choice = saw_choice or saw
-            for item in items:
-                if isinstance(item, str):
-                    parts.append(item)
-                else:
-                    self.parsed(calls.add, item)
-                yield item
-        if not done and finish is None:
-            raise self.unfinished(parts, "finish_reason or [DONE]")
-        if not saw_choice:
-            raise self.empty_stream("choices")
-        yield self.response("".join(parts), usage, model, finish, self.parsed(calls.calls))
+        try:
+            async for event in self.post_events(self._url, self.payload(request, stream=True)):
+                if event.data == "[DONE]":
+                    done = True
+                    break
+                chunk = await self.stream_event(event)
+                usage = self.parsed(_usage, chunk) or usage
+                model = chunk.get("model") or model
+                items, saw, finish = self.parsed(self._deltas, chunk, finish)
+                saw_choice = saw_choice or saw
+                for item in items:
+                    if isinstance(item, str):
+                        parts.append(item)
+                    else:
+                        self.parsed(calls.add, item)
+                    yield item
+            if not done and finish is None:
+                raise self.unfinished(parts, "finish_reason or [DONE]")
+            if not saw_choice:
+                raise self.empty_stream("choices")
+            found = self.parsed(calls.calls)
+        except InvalidOutput as error:
+            self.bill(error, usage)  # the usage seen so far
+            raise
+        yield self.response("".join(parts), usage, model, finish, found)
 
 
 def _message(m: Message) -> dict[str, Any]:

@@ -279,8 +279,12 @@ def _record_failure(
     number, wall, duration = when
     log = run.log
     reason = "deadline" if log.deadline_passed else reason_of(error)
-    usage = response.usage if response is not None else None
-    cost = response.cost_usd if response is not None else None
+    # A billed reply it could not use: the Response when there is one, else what the error kept.
+    billed = (
+        response if response is not None else error if isinstance(error, InvalidOutput) else None
+    )
+    usage = billed.usage if billed is not None else None
+    cost = billed.cost_usd if billed is not None else None
     log.add(Attempt(name, error, number, wall, duration, reason, usage, cost, log.note))
     if not log.deadline_passed:  # our own deadline is not its fault
         if _counts_for_health(error):

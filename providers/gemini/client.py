@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext
-from orchestrator.errors import GuardrailTriggered, ProviderError
+from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
 from providers.gemini.schema import gemini_schema
@@ -156,7 +156,10 @@ class GeminiGenerate(VendorProvider):
     async def complete(self, request: Request) -> Response:
         """One generateContent call; every failure raised as an ``orchestrator.errors`` class."""
         data = await self.post_json(self._url, self.payload(request))
-        return self.parsed(self.parse, data)
+        return self.parsed_reply(self.parse, data)
+
+    def reply_usage(self, data: Any) -> Usage | None:
+        return _usage(data) if isinstance(data, Mapping) else None
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text as it arrives (and each function call, whole, as one tool-call
@@ -171,24 +174,28 @@ class GeminiGenerate(VendorProvider):
         model: str | None = None
         finish: str | None = None
         saw_content = False
-        async for event in self.post_events(self._stream_url, self.payload(request)):
-            data = await self.stream_event(event)
-            self.parsed(self._check_blocked, data)
-            usage = self.parsed(_usage, data) or usage
-            model = data.get("modelVersion") or model
-            text, chunk_finish, found = self.parsed(_first_candidate, data, len(calls))
-            saw_content = saw_content or text is not None
-            finish = chunk_finish or finish
-            if text:
-                parts.append(text)
-                yield text
-            for call in found:
-                calls.append(call)
-                yield ToolCallDelta(len(calls) - 1, call.id, call.name, arguments_json(call))
-        if finish is None:
-            raise self.unfinished(parts, "finishReason")
-        if not saw_content:
-            raise self.empty_stream("candidates[0].content")
+        try:
+            async for event in self.post_events(self._stream_url, self.payload(request)):
+                data = await self.stream_event(event)
+                self.parsed(self._check_blocked, data)
+                usage = self.parsed(_usage, data) or usage
+                model = data.get("modelVersion") or model
+                text, chunk_finish, found = self.parsed(_first_candidate, data, len(calls))
+                saw_content = saw_content or text is not None
+                finish = chunk_finish or finish
+                if text:
+                    parts.append(text)
+                    yield text
+                for call in found:
+                    calls.append(call)
+                    yield ToolCallDelta(len(calls) - 1, call.id, call.name, arguments_json(call))
+            if finish is None:
+                raise self.unfinished(parts, "finishReason")
+            if not saw_content:
+                raise self.empty_stream("candidates[0].content")
+        except InvalidOutput as error:
+            self.bill(error, usage)  # the usage seen so far
+            raise
         yield self.response("".join(parts), usage, model, finish, tuple(calls))
 
 

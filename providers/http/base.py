@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, ParamSpec, TypedDict, TypeVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.errors import (
@@ -52,6 +52,7 @@ __all__ = [
     "Missing",
     "VendorProvider",
     "VendorSettings",
+    "bill",
     "cost_of",
     "dig",
     "join_url",
@@ -149,6 +150,16 @@ def cost_of(usage: Usage | None, price: tuple[float, float] | Rates | None) -> f
     if isinstance(price, Rates):
         return price.cost(usage)
     return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+
+def bill(
+    error: InvalidOutput, usage: Usage | None, price: tuple[float, float] | Rates | None
+) -> None:
+    """Give ``error`` ``usage`` and its cost at ``price`` unless it has a usage already:
+    a reply that cannot be used is still billed. Call it where an ``InvalidOutput``
+    passes with the reply's usage known (a stream: the usage so far), then re-raise it."""
+    if error.usage is None and usage is not None:
+        error.usage, error.cost_usd = usage, cost_of(usage, price)
 
 
 class VendorSettings(TypedDict, total=False):
@@ -414,6 +425,32 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         except BAD_SHAPE as exc:
             failure = self.invalid(exc)
         raise failure  # not in the except block, where exc would be the context
+
+    def parsed_reply(
+        self, read: Callable[Concatenate[Any, P], T], data: Any, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """:meth:`parsed` for a whole reply ``data``: its ``InvalidOutput`` carries the
+        usage ``data`` reports (:meth:`reply_usage`, when readable) and its cost."""
+        try:
+            return self.parsed(read, data, *args, **kwargs)
+        except InvalidOutput as error:
+            self.bill(error, self._readable_usage(data))
+            raise
+
+    def reply_usage(self, data: Any) -> Usage | None:
+        """The usage a whole reply reports, by the vendor's own parser (one of
+        :data:`BAD_SHAPE` when malformed); None here: a vendor overrides it."""
+        return None
+
+    def _readable_usage(self, data: Any) -> Usage | None:
+        try:
+            return self.reply_usage(data)
+        except BAD_SHAPE:
+            return None  # the usage is malformed too: nothing to count
+
+    def bill(self, error: InvalidOutput, usage: Usage | None) -> None:
+        """:func:`bill` ``error`` for ``usage`` at this provider's rates."""
+        bill(error, usage, self.rates)
 
     def invalid(self, exc: Exception) -> InvalidOutput:
         """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of

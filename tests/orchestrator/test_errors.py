@@ -175,3 +175,14 @@ def test_errors_pickle_with_their_messages() -> None:
     wf = WorkflowError("Review", "review", ServerError("x", provider="p"))
     back = pickle.loads(pickle.dumps(wf))
     assert (back.phase, back.step, str(back)) == ("Review", "review", str(wf))
+
+
+def test_invalid_output_pickles_with_the_usage_it_was_billed() -> None:
+    from orchestrator import Usage
+
+    for cls in (E.InvalidOutput, E.Rejected, E.ResponseTooLarge):
+        error = cls("bad reply", provider="p", usage=Usage(3, 4), cost_usd=0.5)
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is cls and str(back) == str(error) == "[p] bad reply"
+        assert (back.usage, back.cost_usd) == (Usage(3, 4), 0.5)
+    assert E.InvalidOutput("x").usage is None and E.InvalidOutput("x").cost_usd is None

@@ -193,6 +193,22 @@ async def test_usage_and_cost_sum_over_every_attempt(clock: FakeClock) -> None:
     assert result.cost_usd == pytest.approx(0.011)
 
 
+async def test_a_billed_reply_it_could_not_parse_counts_its_usage_and_cost(
+    clock: FakeClock,
+) -> None:
+    from orchestrator import Usage
+
+    unparsable = InvalidOutput("bad tool arguments", usage=Usage(100, 50), cost_usd=0.002)
+    a = Scripted("a", [unparsable, InvalidOutput("no usage readable")])
+    b = Scripted("b", [Response("ok", usage=Usage(10, 20), cost_usd=0.01)])
+    result = await FallbackAgent([a, b], schema_retries=1, clock=clock).run("x")
+    first, second, _ = result.attempts
+    assert (first.usage, first.cost_usd) == (Usage(100, 50), 0.002)
+    assert (second.usage, second.cost_usd) == (None, None)
+    assert result.usage == Usage(110, 70)
+    assert result.cost_usd == pytest.approx(0.012)
+
+
 async def test_on_fallback_may_take_the_reason_as_a_fourth_argument(clock: FakeClock) -> None:
     seen: list[tuple[str, str, str]] = []
 

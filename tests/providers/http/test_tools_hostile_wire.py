@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.errors import InvalidOutput
+from orchestrator.types import Usage
 from providers.simulated import Fault, SimulatedServer
 from tests.providers.http.test_tools_wire import ROUTES, ask, provider, streamed
 
@@ -29,27 +30,18 @@ async def test_a_hostile_tool_name_is_cut_and_escaped_in_the_error(
     assert "\x1b" not in message and "\u202e" not in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open finding: a billed reply the provider cannot parse (tool arguments not a "
-    "JSON object) loses the usage it reported, so Result.cost_usd leaves it out; the "
-    "InvalidOutput would have to carry the reply's usage for _record_failure to count it",
-)
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("stream", [False, True])
 async def test_a_reply_with_bad_arguments_keeps_the_usage_it_reported(
     sim: SimulatedServer, route: str, stream: bool
 ) -> None:
     from orchestrator import FallbackAgent
+    from tests.providers.http.test_billed_invalid_output import only_attempt
 
     bad = Fault.ok(tool_calls=[{"name": "get_weather", "arguments": "[1]"}], usage=(100, 50))
     sim.script(route, [bad])
-    agent = FallbackAgent([provider(route, sim)], max_retries=0, schema_retries=0)
-    with pytest.raises(Exception) as info:
-        if stream:
-            async with agent.stream(ask()) as s:
-                [c async for c in s]
-        else:
-            await agent.run(ask())
-    (attempt,) = info.value.attempts  # type: ignore[attr-defined]
-    assert attempt.usage is not None and attempt.usage.input_tokens == 100
+    agent = FallbackAgent([provider(route, sim, price=(2.0, 8.0))], max_retries=0, schema_retries=0)
+    attempt = await only_attempt(agent, stream=stream)
+    assert attempt.usage == Usage(100, 50)
+    assert isinstance(attempt.error, InvalidOutput) and attempt.error.usage == Usage(100, 50)
+    assert attempt.cost_usd == pytest.approx((100 * 2.0 + 50 * 8.0) / 1_000_000)

@@ -27,12 +27,12 @@ SCRIPTED = [
 ]
 
 
-def provider(route: str, sim: SimulatedServer) -> VendorProvider:
+def provider(route: str, sim: SimulatedServer, **kw: Any) -> VendorProvider:
     if route == "openai":
-        return OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key="sk-test")
+        return OpenAIChat("gpt-4o-mini", base_url=sim.openai_url, api_key="sk-test", **kw)
     if route == "anthropic":
-        return AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key="sk-test")
-    return GeminiGenerate("gemini-2.5-flash", base_url=sim.gemini_url, api_key="k-test")
+        return AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key="sk-test", **kw)
+    return GeminiGenerate("gemini-2.5-flash", base_url=sim.gemini_url, api_key="k-test", **kw)
 
 
 def ask(**kw: Any) -> Request:
