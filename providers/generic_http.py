@@ -46,17 +46,10 @@ from orchestrator.secrets import (
 )
 from orchestrator.types import Message, Request, Response, ToolCall, Usage
 from orchestrator.units import seconds, seconds_or_none
-from providers.http.base import (
-    BAD_SHAPE,
-    Missing,
-    bill,
-    cost_of,
-    load_json_async,
-    tokens,
-    validate_price,
-)
+from providers.http.base import BAD_SHAPE, Missing, load_json_async, tokens
 from providers.http.body import ACCEPT_ENCODING, DEFAULT_MAX_RESPONSE_BYTES, check_max_bytes
 from providers.http.caller import HTTPCaller, error_body
+from providers.http.cost import bill, cost_of, validate_price
 from providers.http.errors import (
     Redacted,
     error_fields,

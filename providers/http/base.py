@@ -39,8 +39,9 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.caller import HTTPCaller, error_body
-from providers.http.catalogue import Rates, model_facts
+from providers.http.catalogue import model_facts
 from providers.http.client import TransportError, shared_client
+from providers.http.cost import bill, cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
 from providers.http.errors import not_found_at, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
@@ -52,8 +53,6 @@ __all__ = [
     "Missing",
     "VendorProvider",
     "VendorSettings",
-    "bill",
-    "cost_of",
     "dig",
     "join_url",
     "load_json",
@@ -61,7 +60,6 @@ __all__ = [
     "parse_json",
     "schema_name",
     "tokens",
-    "validate_price",
 ]
 
 ErrorMapper = Callable[..., ProviderError]
@@ -125,41 +123,6 @@ def join_url(base: str, path: str) -> str:
     tail, _, extra = path.partition("?")
     query = "&".join(q for q in (parts.query, extra) if q)
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
-
-
-def validate_price(price: tuple[float, float] | None, *, field: str) -> tuple[float, float] | None:
-    """``(usd_per_1M_input, usd_per_1M_output)``, both >= 0, or None."""
-    if price is None:
-        return None
-    try:
-        pin, pout = price
-        ok = pin >= 0 and pout >= 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"{field}={price!r} must be (usd_per_1M_input, usd_per_1M_output), both >= 0"
-        )
-    return (float(pin), float(pout))
-
-
-def cost_of(usage: Usage | None, price: tuple[float, float] | Rates | None) -> float | None:
-    """USD for ``usage`` at ``price`` per million tokens (None when either is unknown)."""
-    if usage is None or price is None:
-        return None
-    if isinstance(price, Rates):
-        return price.cost(usage)
-    return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
-
-
-def bill(
-    error: InvalidOutput, usage: Usage | None, price: tuple[float, float] | Rates | None
-) -> None:
-    """Give ``error`` ``usage`` and its cost at ``price`` unless it has a usage already:
-    a reply that cannot be used is still billed. Call it where an ``InvalidOutput``
-    passes with the reply's usage known (a stream: the usage so far), then re-raise it."""
-    if error.usage is None and usage is not None:
-        error.usage, error.cost_usd = usage, cost_of(usage, price)
 
 
 class VendorSettings(TypedDict, total=False):

@@ -139,7 +139,7 @@ def test_lookups_never_touch_the_network() -> None:
         sys.addaudithook(guard)
         from orchestrator import Usage
         from providers import AnthropicMessages, GeminiGenerate, OpenAIChat
-        from providers.http.base import cost_of
+        from providers.http.cost import cost_of
         import genai_prices
 
         providers = [OpenAIChat("gpt-4o"), AnthropicMessages("claude-sonnet-4-5"),
