@@ -257,9 +257,14 @@ async def _stream(
     except ConnectionResetError:  # the client left: the run was cancelled on the way out
         return response or web.Response(status=499)
     except Exception as exc:
+        failure = _failed(exc)
         if response is None:
-            return _failure(wire, _failed(exc), _attempts(exc))
-        await response.write(streamer.error(_failed(exc)))
+            if wire.error(failure)[0] >= 400:
+                return _failure(wire, failure, _attempts(exc))
+            # A reply-shaped failure (a refusal): the client asked for a stream, so it is one.
+            response = await _open(request, {})
+            await response.write(streamer.start())
+        await response.write(streamer.error(failure))
         return response
     if response is None:  # no text: tool calls only, or an empty reply
         response = await _open(request, _result_headers(result))

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import anthropic
 import pytest
 
 from orchestrator import FallbackAgent
+from orchestrator.errors import GuardrailTriggered
 from tests.providers.serve.conftest import Recorder, gateway
 
 CHAT = "/v1/chat/completions"
@@ -63,8 +65,32 @@ async def test_a_required_field_sent_as_null_is_a_400_in_the_clients_format(
     path: str, body: dict[str, Any]
 ) -> None:
     recorder = Recorder()
-    async with gateway({"m": FallbackAgent([recorder])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + path, json=body) as r:
-            assert r.status == 400, await r.text()
-            assert "required" in _error_message(path, await r.json())
+    async with (
+        gateway({"m": FallbackAgent([recorder])}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + path, json=body) as r,
+    ):
+        assert r.status == 400, await r.text()
+        assert "required" in _error_message(path, await r.json())
     assert recorder.requests == []
+
+
+async def test_a_refusal_before_any_text_still_streams_for_the_anthropic_sdk() -> None:
+    # Anthropic answers a refusal with a message whose stop_reason is "refusal"; asked to
+    # stream, the client must get that as SSE events, not a JSON body it cannot read.
+    guard = FallbackAgent([Recorder(GuardrailTriggered("policy", provider="p"), "p")])
+    async with gateway({"m": guard}) as url:
+        client = anthropic.AsyncAnthropic(base_url=url, api_key="k", max_retries=0)
+        async with client.messages.stream(model="m", max_tokens=5, messages=USER) as stream:
+            message = await stream.get_final_message()
+    assert message.stop_reason == "refusal"
+
+
+async def test_a_refusal_before_any_text_still_streams_for_the_responses_api() -> None:
+    guard = FallbackAgent([Recorder(GuardrailTriggered("policy", provider="p"), "p")])
+    async with gateway({"m": guard}) as url, aiohttp.ClientSession() as http:
+        body = {"model": "m", "input": "x", "stream": True}
+        async with http.post(url + RESPONSES, json=body) as r:
+            assert r.status == 200
+            assert r.headers["Content-Type"].startswith("text/event-stream")
+            assert b"content_filter" in await r.read()
