@@ -197,8 +197,8 @@ def _endpoint(wire: Wire) -> Any:
                 return _failure(wire, _refused())
             try:
                 call = wire.parse(await _read_body(request))
-            except BadRequest as exc:
-                return _failure(wire, failure_of(exc))
+            except Exception as exc:  # BadRequest, or a parsing gap: still the client's shape
+                return _failure(wire, _failed(exc))
             model = request.app[MODELS].get(call.model)
             if model is None:
                 return _failure(wire, _unknown_model(request, call.model))
@@ -287,8 +287,8 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
         model, parsed = anthropic_wire.parse_request(
             await _read_body(request), need_max_tokens=False
         )
-    except BadRequest as exc:
-        return _failure(_ANTHROPIC, failure_of(exc))
+    except Exception as exc:
+        return _failure(_ANTHROPIC, _failed(exc))
     if request.app[MODELS].get(model) is None:
         return _failure(_ANTHROPIC, _unknown_model(request, model))
     return _json(200, {"input_tokens": estimate_tokens(parsed)})

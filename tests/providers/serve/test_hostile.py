@@ -10,6 +10,8 @@ import pytest
 
 from orchestrator import FallbackAgent
 from orchestrator.errors import GuardrailTriggered
+from orchestrator.testing import capture_events
+from providers.serve import app
 from tests.providers.serve.conftest import Recorder, gateway
 
 CHAT = "/v1/chat/completions"
@@ -94,3 +96,25 @@ async def test_a_refusal_before_any_text_still_streams_for_the_responses_api() -
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/event-stream")
             assert b"content_filter" in await r.read()
+
+
+@pytest.mark.parametrize("path", [CHAT, MESSAGES, "/v1/messages/count_tokens"])
+async def test_a_gateway_bug_while_reading_a_request_is_a_500_in_the_clients_format(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The last line of defence: a parsing gap answers in the client's shape, and says so.
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a parsing gap")
+
+    monkeypatch.setattr(app, "body_object", broken)
+    body = {"model": "m", "max_tokens": 5, "messages": USER}
+    with capture_events() as logs:
+        async with (
+            gateway({"m": FallbackAgent([Recorder()])}) as url,
+            aiohttp.ClientSession() as http,
+            http.post(url + path, json=body) as r,
+        ):
+            assert r.status == 500
+            message = _error_message(path, await r.json())
+    assert message == "the gateway failed: TypeError"
+    assert [e["event"] for e in logs] == ["gateway_error"]
