@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -11,7 +12,7 @@ import pytest
 from orchestrator import FallbackAgent
 from orchestrator.errors import GuardrailTriggered
 from orchestrator.testing import capture_events
-from providers.serve import app
+from providers.serve import GatewayKeys, app
 from tests.providers.serve.conftest import Recorder, gateway
 
 CHAT = "/v1/chat/completions"
@@ -118,3 +119,11 @@ async def test_a_gateway_bug_while_reading_a_request_is_a_500_in_the_clients_for
             message = _error_message(path, await r.json())
     assert message == "the gateway failed: TypeError"
     assert [e["event"] for e in logs] == ["gateway_error"]
+
+
+def test_a_key_file_that_is_not_utf8_is_named_without_echoing_it(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys"
+    keys_file.write_bytes(b"sk-live-\xff\xfeplaintext\n")
+    with pytest.raises(ValueError, match=r"key file .*keys: not UTF-8 text") as info:
+        GatewayKeys.load({}, str(keys_file))
+    assert "plaintext" not in str(info.value) and "\\xff" not in str(info.value)
