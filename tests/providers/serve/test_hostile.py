@@ -10,7 +10,7 @@ import anthropic
 import pytest
 
 from orchestrator import FallbackAgent
-from orchestrator.errors import GuardrailTriggered
+from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.testing import capture_events
 from providers.serve import GatewayKeys, app
 from tests.providers.serve.conftest import Recorder, gateway
@@ -127,3 +127,31 @@ def test_a_key_file_that_is_not_utf8_is_named_without_echoing_it(tmp_path: Path)
     with pytest.raises(ValueError, match=r"key file .*keys: not UTF-8 text") as info:
         GatewayKeys.load({}, str(keys_file))
     assert "plaintext" not in str(info.value) and "\\xff" not in str(info.value)
+
+
+@pytest.mark.parametrize("path", [CHAT, MESSAGES])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_failure_summary_names_providers_and_types_never_upstream_words(
+    path: str, stream: bool
+) -> None:
+    # An upstream's error text may carry its URL, internal hosts or an echo of the prompt:
+    # the client learns who failed and how, not what the upstream said.
+    said = "at http://10.1.2.3:8443/internal/v1 for prompt 'x'"
+    agent = FallbackAgent(
+        [
+            Recorder(ServerError(said, provider="a", status=500), "a"),
+            Recorder(RateLimited(said, provider="b", retry_after=3.0), "b"),
+        ],
+        max_retries=0,
+        retry_strategy="none",
+    )
+    body = {"model": "m", "max_tokens": 5, "stream": stream, "messages": USER}
+    async with (
+        gateway({"m": agent}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + path, json=body) as r,
+    ):
+        assert r.status == 503
+        message = _error_message(path, await r.json())
+    assert "a: ServerError (HTTP 500)" in message and "b: RateLimited (HTTP 429)" in message
+    assert "10.1.2.3" not in message and "prompt" not in message
