@@ -155,3 +155,25 @@ async def test_the_failure_summary_names_providers_and_types_never_upstream_word
         message = _error_message(path, await r.json())
     assert "a: ServerError (HTTP 500)" in message and "b: RateLimited (HTTP 429)" in message
     assert "10.1.2.3" not in message and "prompt" not in message
+
+
+async def test_a_client_sending_both_auth_headers_gets_in_when_either_is_a_gateway_key() -> None:
+    # Which header carries the gateway key must not matter: a client configured with a vendor
+    # key (x-api-key) and the gateway key as a bearer token was refused, the other way round let in.
+    keys = GatewayKeys.load({"FAILOVER_GATEWAY_KEYS": "gw-key"})
+    recorder = Recorder("hello")
+    body = {"model": "m", "max_tokens": 5, "messages": USER}
+    cases = [
+        ({"x-api-key": "sk-ant-vendor", "Authorization": "Bearer gw-key"}, 200),
+        ({"x-api-key": "gw-key", "Authorization": "Bearer sk-vendor"}, 200),
+        ({"x-api-key": "sk-ant-vendor", "Authorization": "Bearer not-it"}, 401),
+        ({"x-api-key": "", "Authorization": "Bearer "}, 401),
+    ]
+    async with (
+        gateway({"m": FallbackAgent([recorder])}, keys=keys) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        for headers, status in cases:
+            async with http.post(url + MESSAGES, json=body, headers=headers) as r:
+                assert r.status == status, headers
+    assert len(recorder.requests) == 2
