@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,9 @@ import pytest
 from orchestrator import FallbackAgent
 from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.testing import capture_events
+from providers import Fault, SimulatedServer
 from providers.serve import GatewayKeys, app
-from tests.providers.serve.conftest import Recorder, gateway
+from tests.providers.serve.conftest import Recorder, fallback, gateway
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
@@ -177,3 +179,26 @@ async def test_a_client_sending_both_auth_headers_gets_in_when_either_is_a_gatew
             async with http.post(url + MESSAGES, json=body, headers=headers) as r:
                 assert r.status == status, headers
     assert len(recorder.requests) == 2
+
+
+async def test_two_hundred_streams_whose_clients_leave_free_the_upstream_and_every_task(
+    sim: SimulatedServer,
+) -> None:
+    sim.set_default("anthropic", Fault.status(529))
+    sim.set_default("openai", Fault.stall(2))  # streams, then never ends
+    body = {"model": "review", "stream": True, "messages": USER}
+    async with gateway({"review": fallback(sim)}) as url:
+        before = len(asyncio.all_tasks())
+        connector = aiohttp.TCPConnector(limit=0, force_close=True)
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def leave_after_first_event() -> None:
+                async with http.post(url + CHAT, json=body) as r:
+                    assert r.status == 200
+                    await r.content.readline()
+
+            await asyncio.gather(*(leave_after_first_event() for _ in range(200)))
+            assert sim.in_flight == 200
+        async with asyncio.timeout(30):
+            while sim.in_flight or len(asyncio.all_tasks()) > before:
+                await asyncio.sleep(0.05)
