@@ -10,6 +10,7 @@ model, run or stream it, and answer in the same format, errors included.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from aiohttp import web
@@ -40,6 +41,9 @@ _LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
 _RESPONSES = ResponsesWire()
+#: An SSE comment (every client's parser skips it), at most every ``_PING_EVERY`` seconds.
+_PING = b": keep-alive\n\n"
+_PING_EVERY = 1.0
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
@@ -242,20 +246,25 @@ def _attempts(error: BaseException) -> int | None:
 async def _stream(
     request: web.Request, wire: Wire, call: ClientCall, model: Model
 ) -> web.StreamResponse:
-    """Stream text as it arrives; the status line waits for the first chunk, so a chain that
-    fails before any text still gets a proper error status."""
+    """Stream text as it arrives; the status line waits for the first content, so a chain that
+    fails before any still gets a proper error status. Tool-call pieces go out whole at the
+    end; meanwhile an SSE comment now and then keeps the client's idle timer from firing."""
     streamer = wire.streamer(call)
     response: web.StreamResponse | None = None
+    pinged = 0.0
     try:
         async with model.stream(call.request) as chunks:
             async for chunk in chunks:
-                if not isinstance(chunk, str):  # a tool-call piece: the calls go out at the end
-                    continue
+                out = b""
                 if response is None:
                     response = await _open(request, {})
-                    await response.write(streamer.start() + streamer.text(chunk))
-                else:
-                    await response.write(streamer.text(chunk))
+                    out = streamer.start()  # before text(): a streamer may number its events
+                if isinstance(chunk, str):
+                    out += streamer.text(chunk)
+                elif not out and time.monotonic() - pinged >= _PING_EVERY:
+                    out, pinged = _PING, time.monotonic()
+                if out:
+                    await response.write(out)
             result = chunks.result
     except ConnectionResetError:  # the client left: the run was cancelled on the way out
         return response or web.Response(status=499)

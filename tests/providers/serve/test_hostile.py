@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import aiohttp
 import anthropic
 import pytest
 
-from orchestrator import FallbackAgent
+from orchestrator import FallbackAgent, Request, Result, ToolCall, ToolCallDelta
 from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.testing import capture_events
 from providers import Fault, SimulatedServer
@@ -202,3 +204,59 @@ async def test_two_hundred_streams_whose_clients_leave_free_the_upstream_and_eve
         async with asyncio.timeout(30):
             while sim.in_flight or len(asyncio.all_tasks()) > before:
                 await asyncio.sleep(0.05)
+
+
+class _ToolsOnly:
+    """A node whose stream yields tool-call pieces, then holds until ``release`` is set
+    (a model writing a long tool argument, such as a whole file)."""
+
+    name = "tools"
+    health_store = None
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def __aenter__(self) -> _ToolsOnly:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+    @asynccontextmanager
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        node = self
+
+        class Chunks:
+            result = Result("", "tools", (), 0.0, tool_calls=(ToolCall("c1", "f", {}),))
+
+            async def __aiter__(self) -> AsyncIterator[Any]:
+                yield ToolCallDelta(0, "c1", "f", "{")
+                await node.release.wait()
+                yield ToolCallDelta(0, None, None, "}")
+
+        yield Chunks()
+
+
+@pytest.mark.parametrize("path", [CHAT, MESSAGES, RESPONSES])
+async def test_a_stream_of_tool_call_pieces_answers_at_once_not_at_the_end(path: str) -> None:
+    # Silence until the whole call is known trips clients' and proxies' idle timeouts.
+    node = _ToolsOnly()
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    body: dict[str, Any] = {"model": "m", "stream": True, "messages": USER, "tools": tools}
+    if path == MESSAGES:
+        body.update(max_tokens=5, tools=[{"name": "f", "input_schema": {"type": "object"}}])
+    if path == RESPONSES:
+        body = {
+            "model": "m",
+            "stream": True,
+            "input": "x",
+            "tools": [{"type": "function", "name": "f"}],
+        }
+    async with gateway({"m": node}) as url, aiohttp.ClientSession() as http:
+        async with asyncio.timeout(10):
+            async with http.post(url + path, json=body) as r:
+                assert r.status == 200
+                assert (await r.content.readline()).startswith((b"data: ", b"event: "))
+                node.release.set()
+                rest = await r.read()
+    assert b'"c1"' in rest
