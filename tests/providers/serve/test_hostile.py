@@ -200,7 +200,7 @@ async def test_two_hundred_streams_whose_clients_leave_free_the_upstream_and_eve
                     await r.content.readline()
 
             await asyncio.gather(*(leave_after_first_event() for _ in range(200)))
-            assert sim.in_flight == 200
+        assert sim.count("openai") == 200  # each stream reached the upstream (some are gone)
         async with asyncio.timeout(30):
             while sim.in_flight or len(asyncio.all_tasks()) > before:
                 await asyncio.sleep(0.05)
