@@ -260,9 +260,16 @@ class AnthropicStreamer:
 
     def error(self, failure: Failure) -> bytes:
         _, body = AnthropicWire().error(failure)
-        if body.get("type") != "error":  # a refusal mid-stream: end the message there
-            body = {
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": failure.message},
-            }
-        return _event("error", body)
+        if body.get("type") == "error":
+            return _event("error", body)
+        # A refusal ends the message as Anthropic ends one: stop_reason "refusal".
+        out = []
+        if self._blocks:
+            out.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        delta = {"stop_reason": "refusal", "stop_sequence": None}
+        counts = {"input_tokens": 0, "output_tokens": 0}
+        out.append(
+            _event("message_delta", {"type": "message_delta", "delta": delta, "usage": counts})
+        )
+        out.append(_event("message_stop", {"type": "message_stop"}))
+        return b"".join(out)

@@ -10,6 +10,7 @@ model, run or stream it, and answer in the same format, errors included.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from aiohttp import web
@@ -40,6 +41,9 @@ _LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
 _RESPONSES = ResponsesWire()
+#: An SSE comment (every client's parser skips it), at most every ``_PING_EVERY`` seconds.
+_PING = b": keep-alive\n\n"
+_PING_EVERY = 1.0
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
@@ -84,7 +88,10 @@ def _authenticated(request: web.Request) -> bool:
     if not keys:
         return True
     headers = request.headers
-    return keys.allows(presented_key(headers.get("Authorization"), headers.get("x-api-key")))
+    # Either header may carry the gateway key (the other may hold a vendor key); both are
+    # always compared, so the time taken does not say which one matched.
+    bearer = keys.allows(presented_key(headers.get("Authorization"), None))
+    return keys.allows(presented_key(None, headers.get("x-api-key"))) | bearer
 
 
 def _refused() -> Failure:
@@ -197,8 +204,8 @@ def _endpoint(wire: Wire) -> Any:
                 return _failure(wire, _refused())
             try:
                 call = wire.parse(await _read_body(request))
-            except BadRequest as exc:
-                return _failure(wire, failure_of(exc))
+            except Exception as exc:  # BadRequest, or a parsing gap: still the client's shape
+                return _failure(wire, _failed(exc))
             model = request.app[MODELS].get(call.model)
             if model is None:
                 return _failure(wire, _unknown_model(request, call.model))
@@ -239,27 +246,37 @@ def _attempts(error: BaseException) -> int | None:
 async def _stream(
     request: web.Request, wire: Wire, call: ClientCall, model: Model
 ) -> web.StreamResponse:
-    """Stream text as it arrives; the status line waits for the first chunk, so a chain that
-    fails before any text still gets a proper error status."""
+    """Stream text as it arrives; the status line waits for the first content, so a chain that
+    fails before any still gets a proper error status. Tool-call pieces go out whole at the
+    end; meanwhile an SSE comment now and then keeps the client's idle timer from firing."""
     streamer = wire.streamer(call)
     response: web.StreamResponse | None = None
+    pinged = 0.0
     try:
         async with model.stream(call.request) as chunks:
             async for chunk in chunks:
-                if not isinstance(chunk, str):  # a tool-call piece: the calls go out at the end
-                    continue
+                out = b""
                 if response is None:
                     response = await _open(request, {})
-                    await response.write(streamer.start() + streamer.text(chunk))
-                else:
-                    await response.write(streamer.text(chunk))
+                    out = streamer.start()  # before text(): a streamer may number its events
+                if isinstance(chunk, str):
+                    out += streamer.text(chunk)
+                elif not out and time.monotonic() - pinged >= _PING_EVERY:
+                    out, pinged = _PING, time.monotonic()
+                if out:
+                    await response.write(out)
             result = chunks.result
     except ConnectionResetError:  # the client left: the run was cancelled on the way out
         return response or web.Response(status=499)
     except Exception as exc:
+        failure = _failed(exc)
         if response is None:
-            return _failure(wire, _failed(exc), _attempts(exc))
-        await response.write(streamer.error(_failed(exc)))
+            if wire.error(failure)[0] >= 400:
+                return _failure(wire, failure, _attempts(exc))
+            # A reply-shaped failure (a refusal): the client asked for a stream, so it is one.
+            response = await _open(request, {})
+            await response.write(streamer.start())
+        await response.write(streamer.error(failure))
         return response
     if response is None:  # no text: tool calls only, or an empty reply
         response = await _open(request, _result_headers(result))
@@ -282,8 +299,8 @@ async def _count_tokens(request: web.Request) -> web.StreamResponse:
         model, parsed = anthropic_wire.parse_request(
             await _read_body(request), need_max_tokens=False
         )
-    except BadRequest as exc:
-        return _failure(_ANTHROPIC, failure_of(exc))
+    except Exception as exc:
+        return _failure(_ANTHROPIC, _failed(exc))
     if request.app[MODELS].get(model) is None:
         return _failure(_ANTHROPIC, _unknown_model(request, model))
     return _json(200, {"input_tokens": estimate_tokens(parsed)})

@@ -81,6 +81,8 @@ def _read_file(path: Path) -> list[bytes]:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise ValueError(f"key file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:  # its own message would quote the file's bytes
+        raise ValueError(f"key file {path}: not UTF-8 text") from None
     digests = []
     for n, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()

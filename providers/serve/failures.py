@@ -57,16 +57,32 @@ def _retry_after(errors: list[RateLimited]) -> int:
     return max(1, math.ceil(min(waits))) if waits else DEFAULT_RETRY_AFTER
 
 
+def _summary(error: FallbackError) -> str:
+    """Who failed and how: each attempt's agent, error type and HTTP status (repeats
+    collapsed), never the upstream's own words, which may hold its URL or the prompt."""
+    runs: list[tuple[str, int]] = []
+    for attempt in error.attempts:
+        status = getattr(attempt.error, "status", None)
+        label = f"{attempt.agent}: {attempt.kind_label()}"
+        label += f" (HTTP {status})" if isinstance(status, int) else ""
+        if runs and runs[-1][0] == label:
+            runs[-1] = (label, runs[-1][1] + 1)
+        else:
+            runs.append((label, 1))
+    shown = "; ".join(label + (f" x{n}" if n > 1 else "") for label, n in runs)
+    return f"every provider failed ({len(error.attempts)} attempts: {shown})"
+
+
 def _exhausted(error: FallbackError) -> Failure:
     errors = [a.error for a in error.attempts if a.error is not None]
     if errors and all(isinstance(e, RateLimited) for e in errors):
         limited = [e for e in errors if isinstance(e, RateLimited)]
         return Failure(
-            429, "rate_limited", f"every provider is rate limited: {error}", _retry_after(limited)
+            429, "rate_limited", f"rate limited: {_summary(error)}", _retry_after(limited)
         )
     if errors and all(isinstance(e, ContextWindowExceeded) for e in errors):
-        return Failure(400, "context_window", f"the prompt fits no model of the chain: {error}")
-    return Failure(503, "unavailable", str(error), DEFAULT_RETRY_AFTER)
+        return Failure(400, "context_window", f"the prompt fits no model: {_summary(error)}")
+    return Failure(503, "unavailable", _summary(error), DEFAULT_RETRY_AFTER)
 
 
 def failure_of(error: BaseException) -> Failure:

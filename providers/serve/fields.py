@@ -46,8 +46,8 @@ def body_object(raw: bytes) -> dict[str, Any]:
 
 
 def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    """``data[key]``, which must be present and of ``kind``."""
-    if key not in data:
+    """``data[key]``, which must be present, not null, and of ``kind``."""
+    if data.get(key) is None:  # JSON null is no value: it would reach code expecting one
         raise BadRequest(f"{where}{key}: required")
     return optional(data, key, kind, where)
 

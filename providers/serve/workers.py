@@ -12,6 +12,8 @@ the chain file's Redis health store; ``health: true`` keeps it per worker.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
 import signal
@@ -33,6 +35,8 @@ _EARLY = 2.0
 #: Give up after this many early deaths in a row (a broken chain file, a port in use).
 _MAX_EARLY = 5
 _KILL_AFTER = 5.0
+#: prctl(2) option: a signal the kernel sends this process when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,26 @@ class _Job:
     chain: str
     keys_file: str | None
     settings: GatewaySettings
+    supervisor: int  # its pid
+
+
+def _die_with(supervisor: int) -> None:
+    """Drain (SIGTERM) when the supervisor dies, even by SIGKILL: an orphan worker would keep
+    the port and spend provider keys with nobody to stop it. Linux only (prctl); elsewhere
+    the supervisor's own SIGTERM handling is all there is."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != supervisor:  # it died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _worker(job: _Job) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor sends SIGTERM
+    _die_with(job.supervisor)
     keys = GatewayKeys.load(key_file=job.keys_file)
     sock = listen_socket(job.settings.host, job.settings.port, reuse_port=True)
     run_worker(job.chain, keys, job.settings, sock)
@@ -118,7 +138,7 @@ def run_workers(
     reserve = listen_socket(settings.host, settings.port, reuse_port=True, listen=False)
     try:
         port = reserve.getsockname()[1]
-        job = _Job(chain, keys_file, replace(settings, port=port))
+        job = _Job(chain, keys_file, replace(settings, port=port), os.getpid())
         if announce is not None:
             announce(port)
         return _Supervisor(job).run()

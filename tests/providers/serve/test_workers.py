@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -51,3 +52,36 @@ async def test_a_killed_worker_is_replaced(sim: SimulatedServer, tmp_path: Path)
                     assert r.status == 200
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 30) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by init) counts as gone.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    return True
+
+
+async def test_workers_do_not_outlive_a_killed_supervisor(
+    sim: SimulatedServer, tmp_path: Path
+) -> None:
+    # SIGKILL leaves the supervisor no time to stop its workers: they must notice alone,
+    # or they keep the port and the provider keys of a gateway nobody supervises.
+    async with serving(sim, tmp_path, "--workers", "2") as (proc, url):
+        workers = await worker_pids(url, 2)
+        assert len(workers) == 2
+        proc.kill()
+        await asyncio.to_thread(proc.wait, 30)
+        try:
+            for _ in range(600):
+                if not any(_alive(pid) for pid in workers):
+                    break
+                await asyncio.sleep(0.05)
+            assert not any(_alive(pid) for pid in workers), "orphan workers still running"
+        finally:
+            for pid in workers:  # the test started them: never leave one behind
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
