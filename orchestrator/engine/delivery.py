@@ -63,7 +63,7 @@ class Streamed:
     committed, since no provider can resume a call half made.
     """
 
-    __slots__ = ("delivered", "mode", "on_chunk", "sink", "tool_started")
+    __slots__ = ("delivered", "mode", "on_chunk", "sink", "source", "tool_started")
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
@@ -71,6 +71,8 @@ class Streamed:
         #: Told of the next attempt's first chunk (telemetry: time to first chunk), then unset.
         self.on_chunk: Callable[[], None] | None = None
         self.tool_started = False  # the current attempt streamed a tool-call delta
+        #: The provider whose text reached the consumer first (a gateway's headers name it).
+        self.source: str | None = None
 
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked."""
@@ -127,6 +129,8 @@ class Streamed:
         stream = getattr(child, "stream", None)
         if stream is None:
             response: Response = await child.complete(request)
+            if response.text and not self.delivered:
+                self.source = child.name
             self.push(response.text)
             return response
         final: Response | None = None
@@ -138,6 +142,8 @@ class Streamed:
                     if item:
                         if self.on_chunk is not None:
                             self._first_chunk()
+                        if not self.delivered:
+                            self.source = child.name
                         self.delivered.append(item)
                         self.sink.put_nowait(item)
                 elif isinstance(item, Response):

@@ -46,9 +46,10 @@ class StreamRun:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._run: Run | None = None
         self._task: asyncio.Task[Result] | None = None
+        self._delivery: Streamed | None = None
 
     async def __aenter__(self) -> StreamRun:
-        delivery = Streamed(self._queue, self._mode)
+        delivery = self._delivery = Streamed(self._queue, self._mode)
         self._run = Run.start(self._agent, self._request, None, self._timeout, delivery)
         self._task = asyncio.create_task(self._drive(self._run))
         return self
@@ -86,6 +87,13 @@ class StreamRun:
         if self._task is None or not self._task.done():
             raise RuntimeError("StreamRun.result: the stream has not finished yet")
         return self._task.result()
+
+    @property
+    def answering(self) -> str | None:
+        """The provider whose text the consumer received first (``None`` before any text, or
+        when the engine made the text itself). Known at the first chunk, unlike ``result``:
+        a gateway names it in headers it must send before the run ends."""
+        return self._delivery.source if self._delivery is not None else None
 
     @property
     def attempts(self) -> tuple[Attempt, ...]:

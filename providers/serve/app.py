@@ -257,7 +257,9 @@ async def _stream(
             async for chunk in chunks:
                 out = b""
                 if response is None:
-                    response = await _open(request, {})
+                    response = await _open(
+                        request, _answering_headers(getattr(chunks, "answering", None))
+                    )
                     out = streamer.start()  # before text(): a streamer may number its events
                 if isinstance(chunk, str):
                     out += streamer.text(chunk)
@@ -284,6 +286,12 @@ async def _stream(
     await response.write(streamer.end(result))
     await response.write_eof()
     return response
+
+
+def _answering_headers(provider: str | None) -> dict[str, str]:
+    """A stream's status line goes out with its first content, before the run ends: it names
+    the provider whose text that is (the attempt count is known only at the end)."""
+    return {"x-failover-handled-by": provider} if provider else {}
 
 
 async def _open(request: web.Request, headers: dict[str, str]) -> web.StreamResponse:

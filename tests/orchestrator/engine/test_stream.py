@@ -9,6 +9,7 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request, Response, Stop
 from orchestrator.errors import Rejected, ServerError, StreamInterrupted
+from orchestrator.testing import FakeClock
 from providers import FunctionProvider
 from tests.conftest import Scripted
 
@@ -180,3 +181,15 @@ async def test_a_refused_streamed_reply_is_never_continued_from() -> None:
             async for _ in s:
                 pass
     assert sent == []
+
+
+async def test_a_stream_says_which_provider_its_text_comes_from(clock: FakeClock) -> None:
+    from orchestrator.errors import AuthenticationFailed
+
+    agent = FallbackAgent(
+        [Scripted("a", [AuthenticationFailed("k")]), Scripted("b", ["hello"])], clock=clock
+    )
+    async with agent.stream("hi") as s:
+        assert s.answering is None  # nothing delivered yet
+        chunks = [c async for c in s]
+        assert chunks and s.answering == "b"

@@ -319,3 +319,19 @@ async def test_tool_call_deltas_in_a_stream_are_sent_once_the_result_is_known() 
     ]
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
     assert '"partial_json":"{\\"q\\":\\"z\\"}"' in events and '"stop_reason":"tool_use"' in events
+
+
+async def test_a_streamed_reply_names_the_provider_answering_in_its_headers(
+    sim: SimulatedServer,
+) -> None:
+    """The status line goes out with the first text, so the headers name the provider whose
+    text it is (the run has not ended: the attempt count is only on whole replies)."""
+    sim.set_default("anthropic", Fault.status(529))
+    async with (
+        gateway({"review": fallback(sim)}) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + CHAT, json=body(stream=True)) as r,
+    ):
+        await r.read()
+        assert r.status == 200
+        assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
