@@ -45,6 +45,14 @@ from providers.http.cost import bill, cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
 from providers.http.errors import not_found_at, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+from providers.http.shape import (
+    BAD_SHAPE,
+    Missing,
+    dig,
+    schema_name,
+    tokens,
+    whole_event,
+)
 from providers.http.sse import SSEEvent, sse_events
 
 __all__ = [
@@ -65,52 +73,6 @@ __all__ = [
 ErrorMapper = Callable[..., ProviderError]
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class Missing(Exception):
-    """A field the wire format requires is absent (turned into ``InvalidOutput``)."""
-
-
-BAD_SHAPE = (
-    Missing,
-    TypeError,
-    ValueError,
-    AttributeError,
-    KeyError,
-    IndexError,
-    OverflowError,
-    RecursionError,
-)
-"""What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``,
-``int(1e308 * 10)``...): providers catch these around parsing and raise
-``InvalidOutput`` for them."""
-
-MAX_TOKENS = 2**53
-"""Token counts at or past this are not counts (and would lose precision as floats)."""
-
-
-def tokens(value: Any) -> int:
-    """A token count from a reply (``None``/absent is 0); ``ValueError`` unless it is a
-    whole number in ``0..MAX_TOKENS``, so costs computed from it stay finite."""
-    count = int(value or 0)
-    if not 0 <= count < MAX_TOKENS:
-        raise ValueError(f"token count {str(count)[:20]} is out of range")
-    return count
-
-
-def dig(data: Any, *path: str | int, what: str = "reply") -> Any:
-    """``data[path[0]][path[1]]...``; raises :class:`Missing` naming the path when absent
-    (or None); ``what`` names the document in the message ("reply", "stream event")."""
-    node = data
-    for i, step in enumerate(path):
-        try:
-            node = node[step]
-        except (KeyError, IndexError, TypeError):
-            node = None
-        if node is None:
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[: i + 1])
-            raise Missing(f"{what} has no {where.lstrip('.')}") from None
-    return node
 
 
 def join_url(base: str, path: str) -> str:
@@ -337,7 +299,7 @@ class VendorProvider(KeywordChecked, HTTPCaller):
                     error = self.map_error(reply.status, reply.headers, error_body(body))
                     raise not_found_at(error, url)
                 async for event in sse_events(reply.chunks(), max_bytes=limit):
-                    if not event.complete and not _whole(event.data):
+                    if not event.complete and not whole_event(event.data):
                         raise StreamInterrupted(
                             "stream ended inside an event (no blank line after its data)",
                             provider=self.name,
@@ -432,22 +394,3 @@ class VendorProvider(KeywordChecked, HTTPCaller):
 
 #: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.
 _GEN_AI_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
-
-
-def _whole(data: str) -> bool:
-    """True when an event's data is complete: valid JSON or the ``[DONE]`` marker."""
-    if data == "[DONE]":
-        return True
-    try:
-        parse_json(data)
-    except ValueError:
-        return False
-    return True
-
-
-def schema_name(name: str | None) -> str:
-    """A vendor-safe tool/schema name (``[a-zA-Z0-9_-]{1,64}``), default ``"response"``."""
-    import re
-
-    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name or "")[:64]
-    return cleaned or "response"
