@@ -8,18 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import (
-    AuthenticationFailed,
-    ContextWindowExceeded,
-    InvalidOutput,
-    ModelNotFound,
-    Overloaded,
-    ProviderError,
-    QuotaExhausted,
-    RateLimited,
-    ServerError,
-    UnusableError,
-)
+from orchestrator import errors
 from orchestrator.types import Request, Usage
 from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
 
@@ -98,22 +87,26 @@ async def test_claude_stream_json_output_is_read_from_its_last_result_event(
 @pytest.mark.parametrize(
     ("scenario", "expected", "status"),
     [
-        ("error:401:Invalid API key · Fix external API key", AuthenticationFailed, 401),
-        ("error:529:API Error: 529 Overloaded. This is a server-side issue", Overloaded, 529),
-        ("error:429:API Error: Rate limit reached", RateLimited, 429),
-        ("error:500:API Error: 500 Internal server error", ServerError, 500),
+        ("error:401:Invalid API key · Fix external API key", errors.AuthenticationFailed, 401),
+        (
+            "error:529:API Error: 529 Overloaded. This is a server-side issue",
+            errors.Overloaded,
+            529,
+        ),
+        ("error:429:API Error: Rate limit reached", errors.RateLimited, 429),
+        ("error:500:API Error: 500 Internal server error", errors.ServerError, 500),
         (
             "error:400:Prompt is too long: 250000 tokens > 200000 maximum",
-            ContextWindowExceeded,
+            errors.ContextWindowExceeded,
             400,
         ),
-        ("error:400:Credit balance is too low", QuotaExhausted, 400),
-        ("error:404:model: claude-nope not found", ModelNotFound, 404),
-        ("error::API Error: 529 overloaded_error", Overloaded, 529),
+        ("error:400:Credit balance is too low", errors.QuotaExhausted, 400),
+        ("error:404:model: claude-nope not found", errors.ModelNotFound, 404),
+        ("error::API Error: 529 overloaded_error", errors.Overloaded, 529),
     ],
 )
 async def test_claude_errors_are_classified_from_the_json(
-    scenario: str, expected: type[ProviderError], status: int
+    scenario: str, expected: type[errors.ProviderError], status: int
 ) -> None:
     cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", scenario))
     with pytest.raises(expected) as info:
@@ -126,29 +119,29 @@ async def test_claude_structured_output_beats_stderr_text() -> None:
     """JSON says 401; a rate-limit-looking stderr (and exit status) must not win."""
     env = env_for("claude", "error:401:Invalid API key")
     env["STANDIN_STDERR"] = "Error: 429 Too Many Requests, rate limit exceeded"
-    with pytest.raises(AuthenticationFailed):
+    with pytest.raises(errors.AuthenticationFailed):
         await ClaudeCode(executable=FAKE_AGENT, env=env).complete(Request("hi"))
     # The same stderr without a JSON verdict is classified from the text.
     env["STANDIN_SCENARIO"] = "text:1:"
-    with pytest.raises(RateLimited):
+    with pytest.raises(errors.RateLimited):
         await ClaudeCode(executable=FAKE_AGENT, env=env).complete(Request("hi"))
 
 
 async def test_claude_max_turns_is_invalid_output() -> None:
     cli = ClaudeCode(max_turns=1, executable=FAKE_AGENT, env=env_for("claude", "max_turns"))
-    with pytest.raises(InvalidOutput, match="max_turns"):
+    with pytest.raises(errors.InvalidOutput, match="max_turns"):
         await cli.complete(Request("hi"))
 
 
 async def test_claude_output_that_is_not_json_is_invalid_output() -> None:
     cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", "garbage"))
-    with pytest.raises(InvalidOutput, match="no JSON result"):
+    with pytest.raises(errors.InvalidOutput, match="no JSON result"):
         await cli.complete(Request("hi"))
 
 
 async def test_claude_without_json_falls_back_to_the_exit_status() -> None:
     cli = ClaudeCode(executable=FAKE_AGENT, env=env_for("claude", "text:1:Error: Invalid API key"))
-    with pytest.raises(AuthenticationFailed):
+    with pytest.raises(errors.AuthenticationFailed):
         await cli.complete(Request("hi"))
 
 
@@ -192,20 +185,26 @@ async def test_codex_success_reads_the_last_agent_message(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        ("exceeded retry limit, last status: 429 Too Many Requests", RateLimited),
-        ("Quota exceeded. Check your plan and billing details.", QuotaExhausted),
+        ("exceeded retry limit, last status: 429 Too Many Requests", errors.RateLimited),
+        ("Quota exceeded. Check your plan and billing details.", errors.QuotaExhausted),
         (
             "Codex ran out of room in the model's context window. Start a new thread.",
-            ContextWindowExceeded,
+            errors.ContextWindowExceeded,
         ),
-        ("unexpected status 401 Unauthorized: Incorrect API key provided", AuthenticationFailed),
-        ("We're currently experiencing high demand, which may cause temporary errors.", Overloaded),
-        ("unexpected status 503 Service Unavailable: upstream", ServerError),
-        ("The model gpt-5 does not exist or you do not have access to it.", ModelNotFound),
+        (
+            "unexpected status 401 Unauthorized: Incorrect API key provided",
+            errors.AuthenticationFailed,
+        ),
+        (
+            "We're currently experiencing high demand, which may cause temporary errors.",
+            errors.Overloaded,
+        ),
+        ("unexpected status 503 Service Unavailable: upstream", errors.ServerError),
+        ("The model gpt-5 does not exist or you do not have access to it.", errors.ModelNotFound),
     ],
 )
 async def test_codex_turn_failed_messages_are_classified(
-    message: str, expected: type[ProviderError]
+    message: str, expected: type[errors.ProviderError]
 ) -> None:
     cli = Codex(executable=FAKE_AGENT, env=env_for("codex", f"error::{message}"))
     with pytest.raises(expected):
@@ -277,19 +276,25 @@ async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) ->
     [
         # Over HTTP this very Gemini reply is a ServerError (test_http_errors_map,
         # test_http_matrix); this row asserted the CLI path's drifted answer, Overloaded.
-        ("error:503:The model is overloaded. Please try again later.", ServerError),
-        ("error:429:Resource has been exhausted (e.g. check quota).", RateLimited),
-        ("error:429:You exceeded your current quota, please check your plan", QuotaExhausted),
-        ("error:400:API key not valid. Please pass a valid API key.", AuthenticationFailed),
-        ("error:400:The input token count (300000) exceeds the maximum", ContextWindowExceeded),
-        ("error:500:Internal error encountered.", ServerError),
-        ("error:41:Invalid auth method selected.", AuthenticationFailed),
-        ("error:55:Gemini CLI is not running in a trusted directory.", UnusableError),
-        ("error:53:Reached max session turns", InvalidOutput),
+        ("error:503:The model is overloaded. Please try again later.", errors.ServerError),
+        ("error:429:Resource has been exhausted (e.g. check quota).", errors.RateLimited),
+        (
+            "error:429:You exceeded your current quota, please check your plan",
+            errors.QuotaExhausted,
+        ),
+        ("error:400:API key not valid. Please pass a valid API key.", errors.AuthenticationFailed),
+        (
+            "error:400:The input token count (300000) exceeds the maximum",
+            errors.ContextWindowExceeded,
+        ),
+        ("error:500:Internal error encountered.", errors.ServerError),
+        ("error:41:Invalid auth method selected.", errors.AuthenticationFailed),
+        ("error:55:Gemini CLI is not running in a trusted directory.", errors.UnusableError),
+        ("error:53:Reached max session turns", errors.InvalidOutput),
     ],
 )
 async def test_gemini_errors_are_classified_from_the_json_on_stderr(
-    scenario: str, expected: type[ProviderError], tmp_path: Path
+    scenario: str, expected: type[errors.ProviderError], tmp_path: Path
 ) -> None:
     cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env_for("gemini", scenario))
     with pytest.raises(expected) as info:
@@ -303,5 +308,5 @@ async def test_gemini_untrusted_folder_error_names_the_fix(tmp_path: Path) -> No
         executable=FAKE_AGENT,
         env=env_for("gemini", "error:55:not running in a trusted directory"),
     )
-    with pytest.raises(UnusableError, match="skip_trust=True"):
+    with pytest.raises(errors.UnusableError, match="skip_trust=True"):
         await cli.complete(Request("hi"))

@@ -4,67 +4,57 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.errors import (
-    AuthenticationFailed,
-    ConnectionFailed,
-    ContextWindowExceeded,
-    GuardrailTriggered,
-    InvalidRequest,
-    ModelNotFound,
-    Overloaded,
-    ProviderError,
-    QuotaExhausted,
-    RateLimited,
-    ServerError,
-    StreamInterrupted,
-    TransientError,
-)
+from orchestrator import errors
 from providers.cli.classify import Redactor, classify_exit, error_for, find_status, retry_after_in
 
 
 @pytest.mark.parametrize(
     ("status", "text", "expected"),
     [
-        (401, "", AuthenticationFailed),
-        (403, "", AuthenticationFailed),
-        (429, "slow down", RateLimited),
-        (429, "You exceeded your current quota", QuotaExhausted),
-        (429, "insufficient_quota", QuotaExhausted),
-        (402, "", QuotaExhausted),
-        (529, "", Overloaded),
+        (401, "", errors.AuthenticationFailed),
+        (403, "", errors.AuthenticationFailed),
+        (429, "slow down", errors.RateLimited),
+        (429, "You exceeded your current quota", errors.QuotaExhausted),
+        (429, "insufficient_quota", errors.QuotaExhausted),
+        (402, "", errors.QuotaExhausted),
+        (529, "", errors.Overloaded),
         # The status decides, as over HTTP (a 503 "overloaded" body is a ServerError there;
         # only 529 and Anthropic's overloaded_error are Overloaded): this row asserted the
         # CLI path's drifted answer, Overloaded.
-        (503, "The model is overloaded", ServerError),
-        (503, "", ServerError),
-        (500, "", ServerError),
-        (408, "", ServerError),
-        (404, "", ModelNotFound),
-        (413, "", ContextWindowExceeded),
-        (400, "prompt is too long: 300000 tokens > 200000 maximum", ContextWindowExceeded),
-        (400, "Your credit balance is too low", QuotaExhausted),
-        (400, "API key not valid", AuthenticationFailed),
-        (400, "bad field 'messages'", InvalidRequest),
-        (None, "Invalid API key · Please run /login", AuthenticationFailed),
-        (None, "context_length_exceeded", ContextWindowExceeded),
-        (None, "Claude AI usage limit reached", QuotaExhausted),
-        (None, "overloaded_error", Overloaded),
-        (None, "rate_limit_error: too many requests", RateLimited),
-        (None, "Internal server error", ServerError),
-        (None, "connect ECONNREFUSED 127.0.0.1:1", ConnectionFailed),
-        (None, "model_not_found", ModelNotFound),
+        (503, "The model is overloaded", errors.ServerError),
+        (503, "", errors.ServerError),
+        (500, "", errors.ServerError),
+        (408, "", errors.ServerError),
+        (404, "", errors.ModelNotFound),
+        (413, "", errors.ContextWindowExceeded),
+        (400, "prompt is too long: 300000 tokens > 200000 maximum", errors.ContextWindowExceeded),
+        (400, "Your credit balance is too low", errors.QuotaExhausted),
+        (400, "API key not valid", errors.AuthenticationFailed),
+        (400, "bad field 'messages'", errors.InvalidRequest),
+        (None, "Invalid API key · Please run /login", errors.AuthenticationFailed),
+        (None, "context_length_exceeded", errors.ContextWindowExceeded),
+        (None, "Claude AI usage limit reached", errors.QuotaExhausted),
+        (None, "overloaded_error", errors.Overloaded),
+        (None, "rate_limit_error: too many requests", errors.RateLimited),
+        (None, "Internal server error", errors.ServerError),
+        (None, "connect ECONNREFUSED 127.0.0.1:1", errors.ConnectionFailed),
+        (None, "model_not_found", errors.ModelNotFound),
         # codex's own words for a Responses API refusal and a cut stream
         (
             None,
             "stream disconnected before completion: Incomplete response returned, "
             "reason: content_filter",
-            GuardrailTriggered,
+            errors.GuardrailTriggered,
         ),
-        (None, "stream closed before response.completed", StreamInterrupted),
-        (None, "stream disconnected before completion: error sending request", StreamInterrupted),
+        (None, "stream closed before response.completed", errors.StreamInterrupted),
+        (
+            None,
+            "stream disconnected before completion: error sending request",
+            errors.StreamInterrupted,
+        ),
     ],
 )
-def test_error_for(status: int | None, text: str, expected: type[ProviderError]) -> None:
+def test_error_for(status: int | None, text: str, expected: type[errors.ProviderError]) -> None:
     err = error_for(status, text, provider="p")
     assert type(err) is expected
     assert err.provider == "p"
@@ -90,33 +80,33 @@ OPENAI_RPM = (
     ("status", "text", "expected", "retry_after"),
     [
         # per-minute limits whose text mentions quota or billing: come back after the delay
-        (429, GEMINI_RPM, RateLimited, 13.0),
-        (429, OPENAI_RPM, RateLimited, 20.0),
-        (None, OPENAI_RPM.split(": ", 1)[1], RateLimited, 20.0),
-        (429, "quota exceeded for PerMinute requests", RateLimited, None),
-        (429, "rate_limit_exceeded: quota; retry in 5s", RateLimited, 5.0),
+        (429, GEMINI_RPM, errors.RateLimited, 13.0),
+        (429, OPENAI_RPM, errors.RateLimited, 20.0),
+        (None, OPENAI_RPM.split(": ", 1)[1], errors.RateLimited, 20.0),
+        (429, "quota exceeded for PerMinute requests", errors.RateLimited, None),
+        (429, "rate_limit_exceeded: quota; retry in 5s", errors.RateLimited, 5.0),
         # hard quotas stay QuotaExhausted, delay or not
-        (429, GEMINI_RPM.replace("PerMinute", "PerDay"), QuotaExhausted, None),
+        (429, GEMINI_RPM.replace("PerMinute", "PerDay"), errors.QuotaExhausted, None),
         (
             429,
             "insufficient_quota: exceeded your current quota; try again in 20s",
-            QuotaExhausted,
+            errors.QuotaExhausted,
             None,
         ),
-        (429, "You exceeded your current quota", QuotaExhausted, None),
-        (400, "Your credit balance is too low; retry in 5s", QuotaExhausted, None),
-        (429, "billing hard limit has been reached; try again in 1s", QuotaExhausted, None),
-        (None, "You exceeded your current quota, check billing", QuotaExhausted, None),
+        (429, "You exceeded your current quota", errors.QuotaExhausted, None),
+        (400, "Your credit balance is too low; retry in 5s", errors.QuotaExhausted, None),
+        (429, "billing hard limit has been reached; try again in 1s", errors.QuotaExhausted, None),
+        (None, "You exceeded your current quota, check billing", errors.QuotaExhausted, None),
         # a 400 quota message with a delay is not a rate limit unless it says so
-        (400, "quota exceeded; try again in 5s", QuotaExhausted, None),
+        (400, "quota exceeded; try again in 5s", errors.QuotaExhausted, None),
     ],
 )
 def test_quota_versus_rate_limit(
-    status: int | None, text: str, expected: type[ProviderError], retry_after: float | None
+    status: int | None, text: str, expected: type[errors.ProviderError], retry_after: float | None
 ) -> None:
     err = error_for(status, text, provider="p")
     assert type(err) is expected
-    if isinstance(err, RateLimited):
+    if isinstance(err, errors.RateLimited):
         assert err.retry_after == retry_after
 
 
@@ -127,7 +117,7 @@ def test_unrecognised_text_is_none() -> None:
 @pytest.mark.parametrize(
     ("text", "status"),
     [
-        ("API Error: 529 Overloaded", 529),
+        ("API Error: 529 errors.Overloaded", 529),
         ("exceeded retry limit, last status: 429 Too Many Requests", 429),
         ("unexpected status 401 Unauthorized: nope", 401),
         ('{"error": {"code": 503, "message": "x"}}', 503),
@@ -158,11 +148,11 @@ def test_classify_exit() -> None:
     redact = Redactor()
     assert classify_exit(0, "Invalid API key", "", provider="p", redact=redact) is None
     err = classify_exit(7, "segfault-ish\n", "", provider="p", redact=redact)
-    assert type(err) is TransientError
+    assert type(err) is errors.TransientError
     assert "exited with status 7" in str(err) and "segfault-ish" in str(err)
     assert isinstance(
         classify_exit(1, "", "Error: 401 Unauthorized", provider="p", redact=redact),
-        AuthenticationFailed,
+        errors.AuthenticationFailed,
     )
 
 
