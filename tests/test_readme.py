@@ -221,6 +221,17 @@ def test_pages_are_the_readme_and_every_page_under_docs(tmp_path: Path) -> None:
     ]
 
 
+def test_every_page_of_the_site_is_run() -> None:
+    """Every docs page with a python block has cases; none is left out of the collection."""
+    run_pages = {c.block.page for c in CASES}
+    for path in pages():
+        name = page_name(path)
+        runnable = [b for b in BLOCKS if b.page == name and b.lang == "python"]
+        runnable = [b for b in runnable if b.marker("not-run") is None and not b.filename()]
+        assert not runnable or name in run_pages, f"{name}: its python blocks are not run"
+    assert len(run_pages) >= 10, f"only {sorted(run_pages)} have cases"
+
+
 def test_a_block_that_prints_nothing_fails() -> None:
     block = Block("p.md", "python", 1, "", "x = 1\n", [("expect", "3 attempts")])
     case = Case(block, "python", code=block.text)
