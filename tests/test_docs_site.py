@@ -75,16 +75,26 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
     assert len(in_nav) == len(set(in_nav)), f"a page is twice in the nav: {in_nav}"
 
 
+def unlinked_pages(text: str, prefix: str) -> list[str]:
+    """The nav's pages (the home page aside) that ``text`` does not link as ``PREFIX/page.md``."""
+    linked = set(re.findall(rf"\]\({prefix}([\w/.-]+\.md)(?:#[\w-]*)?\)", text))
+    assert all((DOCS / page).exists() for page in linked), sorted(linked)
+    return [p for p in nav_pages(mkdocs_config()["nav"]) if p != "index.md" and p not in linked]
+
+
 def test_the_readme_is_a_front_door() -> None:
     """Short, with the two commands, the first call, and a link to every page of the nav."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     lines = text.splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md: {len(lines)} lines: move reference to docs/"
     assert "make demo" in text and "make test" in text
-    linked = set(re.findall(r"\]\(docs/([\w/.-]+\.md)(?:#[\w-]*)?\)", text))
-    missing = [p for p in nav_pages(mkdocs_config()["nav"]) if p not in linked]
-    assert not missing, f"README.md links to no {missing}"
-    assert all((DOCS / page).exists() for page in linked), sorted(linked)
+    assert section_code("First call").page == "README.md"
+    assert not (missing := unlinked_pages(text, "docs/")), f"README.md links to no {missing}"
+
+
+def test_the_home_page_links_every_page() -> None:
+    text = (DOCS / "index.md").read_text(encoding="utf-8")
+    assert not (missing := unlinked_pages(text, "")), f"docs/index.md links to no {missing}"
 
 
 def test_make_test_duration_is_documented() -> None:
