@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench clean
+.PHONY: test demo lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,9 +24,13 @@ test: $(STAMP) lint typecheck
 demo: $(STAMP)
 	$(VENV)/bin/failover demo
 
+# The documentation site into site/ (`.venv/bin/mkdocs serve` to browse it while editing).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) bench/engine_overhead.py
 	$(PY) bench/providers_bench.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .import_linter_cache site

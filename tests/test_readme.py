@@ -1,4 +1,4 @@
-"""Every snippet of README.md (and docs/*.md) runs as written, against the simulated server.
+"""Every snippet of README.md and of every docs/**/*.md page runs as written, against the simulator.
 
 What runs, each in a fresh interpreter (``tests/readme_runner.py``), in a
 temporary directory:
@@ -55,149 +55,33 @@ import inspect
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from providers.simulated.faults import _FACTORIES
 from providers.simulated.script import parse_script
+from tests.doc_pages import (
+    ROOT,
+    Block,
+    Case,
+    collect,
+    failover_lines,
+    files_of,
+    load,
+    page_name,
+    pages,
+    parse_page,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # heading -> reason, for blocks that wait on another branch.
 KNOWN_FAILING: dict[str, str] = {}
 RUN_TIMEOUT = 120  # seconds per block: generous for a loaded machine; a block takes about 1 s
-PIPED_STDIN = "def area(r):\n-    return 3.14 * r * r\n+    return 3.14 * r * 2\n"
 
-_FENCE = re.compile(r"^```(\w*)\s*$")
-_MARKER = re.compile(r"^<!--\s*([\w-]+)\s*:\s*(.*?)\s*-->\s*$")
-_FILE_LINE = re.compile(r"^#\s*([\w.-]+\.(?:py|ya?ml|toml))\s*$")
-_MARKER_KEYS = frozenset({"not-run", "sim", "expect", "exit", "file"})
-
-
-@dataclass
-class Block:
-    """One fenced block of a page, the heading it sits under and the markers above it."""
-
-    page: str
-    lang: str
-    line: int  # 1-based line of the opening fence
-    heading: str
-    text: str
-    markers: list[tuple[str, str]] = field(default_factory=list)
-
-    def marker(self, key: str) -> str | None:
-        return next((v for k, v in self.markers if k == key), None)
-
-    def expects(self) -> list[str]:
-        return [v for k, v in self.markers if k == "expect"]
-
-    @property
-    def where(self) -> str:
-        return f"{self.page}:{self.line}"
-
-    def filename(self) -> str | None:
-        """The file this block is (``<!-- file: NAME -->`` or a ``# NAME.ext`` first line)."""
-        named = self.marker("file")
-        if named:
-            return named
-        first = self.text.splitlines()[0] if self.text else ""
-        found = _FILE_LINE.match(first) if self.lang in {"python", "yaml", "toml"} else None
-        return found.group(1) if found else None
-
-
-def parse_page(page: str, text: str) -> list[Block]:
-    """Every fenced block of a Markdown page, with its heading and markers."""
-    blocks: list[Block] = []
-    lines = text.splitlines()
-    heading, i = "", 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("#"):
-            heading = line.lstrip("#").strip()
-        fence = _FENCE.match(line)
-        if not fence:
-            i += 1
-            continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
-        if end is None:
-            raise ValueError(f"{page}:{i + 1}: a ``` block is never closed")
-        body = "\n".join(lines[i + 1 : end]) + "\n"
-        block = Block(page, fence.group(1), i + 1, heading, body)
-        block.markers = _markers_above(page, lines, i)
-        blocks.append(block)
-        i = end + 1
-    return blocks
-
-
-def _markers_above(page: str, lines: list[str], fence: int) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    j = fence - 1
-    while j >= 0 and (not lines[j].strip() or _MARKER.match(lines[j])):
-        marker = _MARKER.match(lines[j])
-        if marker:
-            key = marker.group(1)
-            if key not in _MARKER_KEYS:
-                raise ValueError(
-                    f"{page}:{j + 1}: unknown marker {key!r}; one of {sorted(_MARKER_KEYS)}"
-                )
-            found.append((key, marker.group(2)))
-        j -= 1
-    return found[::-1]
-
-
-def failover_lines(block: Block, files: set[str]) -> list[tuple[list[str], bool]]:
-    """(argv after ``failover``, whether stdin is piped) for each line to run."""
-    out = []
-    for raw in block.text.splitlines():
-        if not raw.lstrip().startswith("failover") and "| failover" not in raw:
-            continue  # other commands (curl, export...) are the reader's, not run here
-        words = shlex.split(raw, comments=True)
-        piped = "|" in words
-        if piped:
-            words = words[words.index("|") + 1 :]
-        command = words[:2] in (["failover", "run"], ["failover", "check"])
-        if command and len(words) > 2 and words[2] in files:
-            out.append((words[1:], piped))
-    return out
-
-
-@dataclass
-class Case:
-    """One thing to run: a python block, or one ``failover`` line of a sh block."""
-
-    block: Block
-    kind: str
-    code: str = ""
-    argv: list[str] = field(default_factory=list)
-    stdin: str | None = None
-
-    @property
-    def id(self) -> str:
-        return self.block.where + (f"-{self.argv[0]}" if self.argv else "")
-
-
-def collect(blocks: list[Block], files: set[str]) -> list[Case]:
-    """The cases to run: python blocks and the sh blocks' ``failover`` lines."""
-    out: list[Case] = []
-    for block in blocks:
-        if block.marker("not-run") is not None or block.filename():
-            continue  # not run, or a file other snippets use
-        if block.lang == "python":
-            out.append(Case(block, "python", code=block.text))
-        elif block.lang in {"sh", "bash", "console"}:
-            for argv, piped in failover_lines(block, files):
-                stdin = PIPED_STDIN if piped else None
-                out.append(Case(block, "failover", argv=argv, stdin=stdin))
-    return out
-
-
-BLOCKS = [b for page in DOCS for b in parse_page(page.name, page.read_text(encoding="utf-8"))]
-FILES = {name: b.text for b in BLOCKS if (name := b.filename())}
+BLOCKS = load()
+FILES = files_of(BLOCKS)
 CASES = collect(BLOCKS, set(FILES))
 
 
@@ -315,6 +199,39 @@ def test_markers_files_and_failover_lines_are_found() -> None:
         parse_page("p.md", "```python\nx = 1\n")
 
 
+def test_pages_are_the_readme_and_every_page_under_docs(tmp_path: Path) -> None:
+    """Pages in subfolders of docs/ run too, named by their path (two index.md never collide)."""
+    for name in ("README.md", "docs/index.md", "docs/guide/index.md", "docs/guide/deep/x.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("# T\n```python\nprint(1)\n```\n", encoding="utf-8")
+    (tmp_path / "docs" / "notes.txt").write_text("not a page", encoding="utf-8")
+    found = pages(tmp_path)
+    assert [page_name(p, tmp_path) for p in found] == [
+        "README.md",
+        "docs/guide/deep/x.md",
+        "docs/guide/index.md",
+        "docs/index.md",
+    ]
+    wheres = [b.where for b in load(found, tmp_path)]
+    assert wheres == [
+        "README.md:2",
+        "docs/guide/deep/x.md:2",
+        "docs/guide/index.md:2",
+        "docs/index.md:2",
+    ]
+
+
+def test_every_page_of_the_site_is_run() -> None:
+    """Every docs page with a python block has cases; none is left out of the collection."""
+    run_pages = {c.block.page for c in CASES}
+    for path in pages():
+        name = page_name(path)
+        runnable = [b for b in BLOCKS if b.page == name and b.lang == "python"]
+        runnable = [b for b in runnable if b.marker("not-run") is None and not b.filename()]
+        assert not runnable or name in run_pages, f"{name}: its python blocks are not run"
+    assert len(run_pages) >= 10, f"only {sorted(run_pages)} have cases"
+
+
 def test_a_block_that_prints_nothing_fails() -> None:
     block = Block("p.md", "python", 1, "", "x = 1\n", [("expect", "3 attempts")])
     case = Case(block, "python", code=block.text)
@@ -356,9 +273,9 @@ _MODEL = re.compile(r"""(?:["'`]|model\s*[:=]\s*)((?:claude|gpt|gemini|o\d)-[\w.
 def test_model_names_are_current() -> None:
     deprecated = _deprecated_models()
     examples = sorted(p for p in (ROOT / "examples").iterdir() if p.is_file())
-    pages = [*DOCS, *examples, ROOT / "providers" / "demo.py"]  # what a new user reads and runs
+    read = [*pages(), *examples, ROOT / "providers" / "demo.py"]  # what a new user reads and runs
     found = []
-    for page in pages:
+    for page in read:
         for name in _MODEL.findall(page.read_text("utf-8")):
             if name in deprecated:
                 found.append(f"{page.relative_to(ROOT)}: {name} ({deprecated[name]})")

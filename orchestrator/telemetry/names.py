@@ -1,6 +1,6 @@
 """The names telemetry uses: OpenTelemetry GenAI attributes and metrics, and ours (``failover.*``).
 
-One place for every span attribute, metric and label name, so the README, the
+One place for every span attribute, metric and label name, so the docs (observability.md), the
 spans, the metrics and the tests cannot drift apart. GenAI names follow the
 OpenTelemetry semantic conventions for generative AI clients.
 """

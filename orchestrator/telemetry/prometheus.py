@@ -13,7 +13,7 @@ def prometheus_exposition() -> bytes | None:
     ``opentelemetry-exporter-prometheus`` is not installed.
 
     The application exposes our metrics to it by installing a meter provider with
-    a ``PrometheusMetricReader`` (see the README); a server (``failover serve``)
+    a ``PrometheusMetricReader`` (see docs/observability.md); a server (``failover serve``)
     answers ``GET /metrics`` with these bytes. Collecting runs the metric
     callbacks (circuit states): call it off the event loop when it is busy.
     """

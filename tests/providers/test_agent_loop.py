@@ -1,32 +1,26 @@
-"""The README's agent loop, unchanged, falling over OpenAI -> Anthropic -> Gemini mid-loop
+"""The documented agent loop (docs/tools.md), unchanged, falling over OpenAI -> Anthropic -> Gemini mid-loop
 against the simulated server over loopback; and tool runs under concurrency."""
 
 from __future__ import annotations
 
 import asyncio
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator import Request
 from providers.simulated import Fault, SimulatedServer
+from tests.doc_pages import Block, section_code
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 
-
-def readme_loop() -> str:
-    """The first Python block of the README's "Tools and agent loops" section."""
-    section = README.read_text(encoding="utf-8").split("## Tools and agent loops", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None, "README: no python block under '## Tools and agent loops'"
-    return match.group(1)
+def readme_loop() -> Block:
+    """The first Python block under the "Tools and agent loops" heading (docs/tools.md)."""
+    return section_code("Tools and agent loops")
 
 
 @pytest.fixture
 def loop(sim: SimulatedServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The README snippet's namespace, its providers pointed at the simulator."""
+    """The snippet's namespace, its providers pointed at the simulator."""
     for var, value in {
         "OPENAI_BASE_URL": sim.openai_url,
         "ANTHROPIC_BASE_URL": sim.anthropic_url,
@@ -37,7 +31,8 @@ def loop(sim: SimulatedServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
     }.items():
         monkeypatch.setenv(var, value)
     namespace: dict[str, Any] = {"__name__": "readme_tools"}
-    exec(compile(readme_loop(), str(README), "exec"), namespace)
+    block = readme_loop()
+    exec(compile(block.text, block.where, "exec"), namespace)
     return namespace
 
 

@@ -54,7 +54,7 @@ def scrape(port: int) -> str:
 
 
 async def test_scraped_over_loopback_and_parsed(meter_with: Any) -> None:
-    # The README's two lines (with a free port instead of 9464).
+    # docs/observability.md's two lines (with a free port instead of 9464).
     meter_with(exporter.PrometheusMetricReader())
     server, thread = prometheus_client.start_http_server(0, addr="127.0.0.1")
     try:
