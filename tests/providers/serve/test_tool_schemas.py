@@ -17,7 +17,7 @@ import pytest
 from orchestrator import FallbackAgent
 from orchestrator.tools import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES
 from providers import Fault, SimulatedServer
-from tests.providers.serve.conftest import Recorder, fallback, gateway
+from tests.providers.serve.conftest import Recorder, fallback, gateway, tool_body
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
@@ -72,29 +72,6 @@ BAD_SCHEMAS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def _body(path: str, schema: dict[str, Any], *, stream: bool = False) -> dict[str, Any]:
-    """A request offering one tool, ``lookup``, with ``schema``, in ``path``'s wire format."""
-    if path == MESSAGES:
-        tools: list[dict[str, Any]] = [{"name": "lookup", "input_schema": schema}]
-        return {
-            "model": "m",
-            "max_tokens": 50,
-            "stream": stream,
-            "messages": [{"role": "user", "content": "x"}],
-            "tools": tools,
-        }
-    if path == RESPONSES:
-        tools = [{"type": "function", "name": "lookup", "parameters": schema}]
-        return {"model": "m", "stream": stream, "input": "x", "tools": tools}
-    fn = {"name": "lookup", "parameters": schema}
-    return {
-        "model": "m",
-        "stream": stream,
-        "messages": [{"role": "user", "content": "x"}],
-        "tools": [{"type": "function", "function": fn}],
-    }
-
-
 def _client_error(path: str, body: dict[str, Any]) -> str:
     """The error's message, checked to be in the format the client's SDK reads."""
     if path == MESSAGES:
@@ -117,7 +94,7 @@ async def test_every_bad_tool_schema_is_a_400_in_the_clients_format(
         aiohttp.ClientSession() as http,
     ):
         for schema, _ in BAD_SCHEMAS:
-            async with http.post(url + path, json=_body(path, schema, stream=stream)) as r:
+            async with http.post(url + path, json=tool_body(path, schema, stream=stream)) as r:
                 assert r.headers["Content-Type"].startswith("application/json")
                 answers.append((r.status, _client_error(path, await r.json())))
     assert [status for status, _ in answers] == [400] * len(BAD_SCHEMAS)
@@ -155,7 +132,7 @@ async def test_a_url_ref_is_refused_before_the_upstream_is_asked_and_never_fetch
         async with (
             gateway({"m": fallback(sim)}) as url,
             aiohttp.ClientSession() as http,
-            http.post(url + path, json=_body(path, _prop({"$ref": ref}))) as r,
+            http.post(url + path, json=tool_body(path, _prop({"$ref": ref}))) as r,
         ):
             status, message = r.status, _client_error(path, await r.json())
         target.shutdown()

@@ -17,7 +17,7 @@ import pytest
 
 from orchestrator import FallbackAgent, Response, ToolCall
 from providers import Fault, SimulatedServer
-from tests.providers.serve.conftest import Recorder, fallback, gateway
+from tests.providers.serve.conftest import Recorder, fallback, gateway, tool_body
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
@@ -31,28 +31,6 @@ FAULTS: dict[str, Any] = {
     "tool name": Fault.ok("", tool_calls=[{"name": f"look{LONE}up", "arguments": {"q": "x"}}]),
     "tool arguments": Fault.ok("", tool_calls=[{"name": "lookup", "arguments": {"q": LONE}}]),
 }
-
-
-def _body(path: str, stream: bool) -> dict[str, Any]:
-    if path == MESSAGES:
-        tools: list[dict[str, Any]] = [{"name": "lookup", "input_schema": SCHEMA}]
-        return {
-            "model": "m",
-            "max_tokens": 50,
-            "stream": stream,
-            "messages": [{"role": "user", "content": "x"}],
-            "tools": tools,
-        }
-    if path == RESPONSES:
-        tools = [{"type": "function", "name": "lookup", "parameters": SCHEMA}]
-        return {"model": "m", "stream": stream, "input": "x", "tools": tools}
-    fn = {"name": "lookup", "parameters": SCHEMA}
-    return {
-        "model": "m",
-        "stream": stream,
-        "messages": [{"role": "user", "content": "x"}],
-        "tools": [{"type": "function", "function": fn}],
-    }
 
 
 def _documents(raw: bytes, stream: bool) -> list[Any]:
@@ -86,7 +64,7 @@ async def test_a_lone_surrogate_from_upstream_is_answered_in_the_clients_format(
         async with (
             gateway({"m": fallback(sim)}) as url,
             aiohttp.ClientSession() as http,
-            http.post(url + path, json=_body(path, stream)) as r,
+            http.post(url + path, json=tool_body(path, SCHEMA, stream=stream)) as r,
         ):
             status, kind, raw = r.status, r.headers["Content-Type"], await r.read()
             handled_by = r.headers.get("x-failover-handled-by", "")
@@ -113,7 +91,7 @@ async def test_a_lone_surrogate_from_a_python_provider_is_answered_too(
     async with (
         gateway({"m": FallbackAgent([Recorder(reply)])}) as url,
         aiohttp.ClientSession() as http,
-        http.post(url + path, json=_body(path, stream)) as r,
+        http.post(url + path, json=tool_body(path, SCHEMA, stream=stream)) as r,
     ):
         status, raw = r.status, await r.read()
     assert status == 200, raw[:300]
