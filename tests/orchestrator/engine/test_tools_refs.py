@@ -136,3 +136,11 @@ def test_a_local_reference_is_applied_to_the_arguments() -> None:
     error = tool_call_error(request, [ToolCall("c1", "count", {"n": "seven"})], "p")
     assert error is not None and "at n: type check failed" in str(error)
     assert tool_call_error(request, [ToolCall("c1", "count", {"n": 7})], "p") is None
+
+
+def test_a_url_in_schema_names_a_dialect_and_is_never_fetched() -> None:
+    schema = {"$schema": "http://127.0.0.1:9/meta", "type": "object", "properties": {}}
+    with _no_socket() as seen:
+        request = Request("hi", tools=[Tool("dialect", "", schema)])
+        assert tool_call_error(request, [ToolCall("c1", "dialect", {"a": 1})], "p") is None
+    assert seen == []

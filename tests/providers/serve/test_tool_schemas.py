@@ -7,6 +7,7 @@ refused when the request is built, before any upstream is asked.
 
 from __future__ import annotations
 
+import asyncio
 import socketserver
 import threading
 from typing import Any
@@ -140,3 +141,23 @@ async def test_a_url_ref_is_refused_before_the_upstream_is_asked_and_never_fetch
     assert status == 400, message
     assert "'lookup'" in message and ref in message and "not a local" in message
     assert upstream == 0 and target.connections == 0
+
+
+async def test_good_and_bad_schemas_in_flight_together_are_each_answered_on_their_own() -> None:
+    # Validators are cached per tool: a bad schema's refusal must not stick to a good one.
+    good = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {}}}
+    bad = _prop({"$ref": "http://127.0.0.1:9/a"})
+    recorder = Recorder()
+    async with (
+        gateway({"m": FallbackAgent([recorder])}) as url,
+        aiohttp.ClientSession() as http,
+    ):
+
+        async def post(schema: dict[str, Any]) -> int:
+            async with http.post(url + CHAT, json=tool_body(CHAT, schema)) as r:
+                await r.read()
+                return r.status
+
+        statuses = await asyncio.gather(*(post(good if i % 2 else bad) for i in range(100)))
+    assert statuses == [200 if i % 2 else 400 for i in range(100)]
+    assert len(recorder.requests) == 50
