@@ -211,7 +211,7 @@ def to_tools(tools: Iterable[Tool | Mapping[str, Any]]) -> tuple[Tool, ...]:
         if not isinstance(t, Tool):
             raise TypeError(f"Request.tools[{i}]: expected a Tool or dict, got {type(t).__name__}")
         out.append(t)
-    names = [t.name for t in out]
-    if len(set(names)) != len(names):
-        raise ValueError(f"Request.tools: tool names must be unique, got {names}")
+    from orchestrator.tools import check_tools  # only requests with tools pay the import
+
+    check_tools(out)  # hostile schemas (a $ref URL, a lookaround) are refused here, once
     return tuple(out)

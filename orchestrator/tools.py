@@ -1,14 +1,14 @@
 """Tool calls checked against the tools a request offered: one place, every provider.
 
-:func:`check_tools` runs once per run that has tools (before the clock starts):
-it refuses a schema that is not a valid JSON schema or is absurdly large or deep,
-and builds (and caches) its validator. :func:`tool_call_error` runs on every
-reply that carries tool calls, or answers a request whose ``tool_choice``
-demands one: a call of a tool the request did not offer, arguments that fail the
-tool's schema, or a reply that ignores ``tool_choice`` is ``InvalidOutput``
-(retried per ``schema_retries``, then handed over). Providers decode the
-arguments' JSON themselves (bounded, linear time) and raise ``InvalidOutput``
-when it is not a JSON object.
+:func:`check_tools` runs when a :class:`~orchestrator.types.Request` with tools is
+built: it refuses two tools of one name and a schema that is not a valid JSON
+schema or is absurdly large or deep, and builds (and caches) each validator.
+:func:`tool_call_error` runs on every reply that carries tool calls, or answers
+a request whose ``tool_choice`` demands one: a call of a tool the request did not
+offer, arguments that fail the tool's schema, or a reply that ignores
+``tool_choice`` is ``InvalidOutput`` (retried per ``schema_retries``, then handed
+over). Providers decode the arguments' JSON themselves (bounded, linear time) and
+raise ``InvalidOutput`` when it is not a JSON object.
 
 ``jsonschema`` is imported only when a request has tools: a chain without tools
 never pays for it.
@@ -17,8 +17,13 @@ Arguments come from the network, so a schema's regular expressions run on hostil
 text: ``pattern`` is matched with RE2 (``google-re2``: linear time, where Python's
 backtracking ``re`` takes exponential time on ``^(a+)+$`` and ``"aaaa...!"``). A
 pattern RE2 cannot run (lookaround, backreferences) and ``patternProperties`` (whose
-keys jsonschema matches with ``re`` in several keywords) are refused when the run
-starts.
+keys jsonschema matches with ``re`` in several keywords) are refused when the
+request is built.
+
+Schemas come from the network too (the gateway's clients), and nothing is fetched:
+a ``$ref`` must be a local ``#/...`` pointer into the tool's own schema (checked
+when the request is built), and the validator resolves through a registry that
+retrieves nothing, so no reference can open a socket.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 from orchestrator.errors import InvalidOutput, InvalidRequest
 from orchestrator.types import Request, Tool, ToolCall
@@ -74,7 +80,16 @@ def _check_regexes(tool: Tool) -> None:
 _NAME_MAPS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
 
 
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
 def _check_keywords(tool: Tool, schema: Mapping[str, Any]) -> None:
+    for keyword in _REF_KEYWORDS:
+        if keyword in schema:
+            _check_ref(tool, keyword, schema[keyword])
+    if "$id" in schema and schema is not tool.parameters:
+        # A nested $id would re-root "#/..." below it (and name a URL): one document only.
+        raise ValueError(f"Tool {tool.name!r}: $id is only supported at the schema's root")
     if "patternProperties" in schema:
         raise ValueError(
             f"Tool {tool.name!r}: patternProperties is not supported (its regexes "
@@ -83,6 +98,25 @@ def _check_keywords(tool: Tool, schema: Mapping[str, Any]) -> None:
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         _re2(pattern, tool.name)
+
+
+def _check_ref(tool: Tool, keyword: str, ref: Any) -> None:
+    """Refuse a reference that is not a ``#/...`` pointer into ``tool``'s own schema."""
+    shown = repr(ref)[:80]
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        raise ValueError(
+            f"Tool {tool.name!r}: {keyword} {shown} is not a local '#/...' reference "
+            "(nothing is fetched: put the schema under $defs and refer to '#/$defs/...')"
+        )
+    node: Any = tool.parameters
+    for token in ref[2:].split("/") if ref != "#" else ():
+        key = unquote(token).replace("~1", "/").replace("~0", "~")  # RFC 6901, in a URI
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise ValueError(f"Tool {tool.name!r}: {keyword} {shown} points at nothing")
 
 
 @lru_cache(maxsize=1024)
@@ -111,6 +145,7 @@ def _linear_pattern(validator: Any, pattern: str, instance: Any, schema: Any) ->
 def _validator(tool: Tool) -> Any:
     """The JSON-schema validator of ``tool``'s parameters (checked and built once per tool)."""
     import jsonschema
+    import referencing
 
     _check_size(tool)
     _check_regexes(tool)
@@ -123,11 +158,16 @@ def _validator(tool: Tool) -> Any:
         ) from None
     extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
     linear = extend(cls, {"pattern": _linear_pattern})
-    return linear(tool.parameters)
+    # An empty registry retrieves nothing: jsonschema's default fetches http(s) URLs.
+    return linear(tool.parameters, registry=referencing.Registry())
 
 
 def check_tools(tools: Sequence[Tool]) -> None:
-    """Refuse (``ValueError``) a tool whose schema is invalid, too large or too deep."""
+    """Refuse (``ValueError``) two tools of one name, or a schema that is invalid, too large,
+    too deep or refers outside itself; :class:`~orchestrator.types.Request` calls it."""
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Request.tools: tool names must be unique, got {names}")
     for tool in tools:
         _validator(tool)
 

@@ -81,10 +81,6 @@ class Run:
                 json_schema=schema_json(schema),
                 schema_name=getattr(schema, "__name__", "Output"),
             )
-        if request.tools:
-            from orchestrator.tools import check_tools  # only runs with tools pay the import
-
-            check_tools(request.tools)  # a bad schema is the caller's error: before the clock
         deadline = None if limit is None else agent.clock.now() + limit
         attempt_limit = agent.attempt_timeout
         if within is not None:

@@ -17,10 +17,11 @@ legitimate reply near the byte cap is mostly string text and has few tokens.
 from __future__ import annotations
 
 import json
+import re
 from itertools import accumulate
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "MAX_JSON_TOKENS", "parse_json"]
+__all__ = ["MAX_JSON_DEPTH", "MAX_JSON_TOKENS", "parse_json", "replace_lone_surrogates"]
 
 MAX_JSON_DEPTH = 512
 """Deepest nesting of arrays and objects accepted in a document from the network (real
@@ -95,7 +96,8 @@ def parse_json(data: bytes | str) -> Any:
     """Parse a document from the network, strictly: ``ValueError`` when it is not JSON,
     nests deeper than :data:`MAX_JSON_DEPTH`, holds more than :data:`MAX_JSON_TOKENS`
     structural tokens, or holds ``NaN``, ``Infinity`` or a number that overflows a
-    float (``1e999``), so no ``int(inf)`` can fail later.
+    float (``1e999``), so no ``int(inf)`` can fail later. A lone surrogate in a
+    string (``"\\ud800"``: valid JSON, not Unicode text) comes back as U+FFFD.
 
     Every document read from upstream goes through here (reply, stream event, error body).
     A small document with few brackets (a healthy reply) skips the scan: a document of
@@ -105,16 +107,74 @@ def parse_json(data: bytes | str) -> Any:
     utf8: bytes | None = None  # the document as UTF-8, when it came so
     if isinstance(data, bytes):
         encoding = json.detect_encoding(data)
-        text = data.decode(encoding, "surrogatepass")  # as json.loads does
+        try:
+            text, raw_surrogate = data.decode(encoding), False
+        except UnicodeDecodeError:  # a raw surrogate, kept as json.loads does (or not text)
+            text, raw_surrogate = data.decode(encoding, "surrogatepass"), True
         utf8 = data if encoding == "utf-8" else None
     else:
-        text = data
+        text, raw_surrogate = data, _lone_surrogates(data)
     if len(text) > MAX_JSON_TOKENS or text.count("[") + text.count("{") > MAX_JSON_DEPTH:
         raw = text.encode("utf-8", "surrogatepass") if utf8 is None else utf8
         reason = _too_costly(raw, MAX_JSON_TOKENS, MAX_JSON_DEPTH)
         if reason is not None:
             raise ValueError(reason)
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except RecursionError:  # cannot happen after the scan; kept so nothing else escapes
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    # An escape from \\uD000 up may be a surrogate (two finds at C speed; most replies
+    # hold none): only then are the decoded strings looked at.
+    if raw_surrogate or "\\ud" in text or "\\uD" in text:
+        return _without_lone_surrogates(value)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogates(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (it cannot be encoded as UTF-8)."""
+    if text.isascii():  # O(1) in CPython
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, so it encodes as UTF-8 (the same
+    object when it holds none: the common case costs an ``isascii`` or one encode)."""
+    return _SURROGATE.sub("\ufffd", text) if _lone_surrogates(text) else text
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings (keys too) replaced by U+FFFD.
+
+    A lone surrogate cannot be encoded as UTF-8, so it would fail wherever the text
+    goes next (a client's reply, a log, the next request). Replaced rather than
+    refused: the rest of the reply is good and paid for, and U+FFFD is what every
+    UTF-8 decoder makes of what it cannot decode. Iterative, in place on the freshly
+    decoded tree, each string looked at once: linear in the document.
+    """
+    if isinstance(value, str):
+        return replace_lone_surrogates(value)
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [k for k in node if _lone_surrogates(k)]:
+                node[replace_lone_surrogates(key)] = node.pop(key)
+            items: Any = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            continue
+        for key, item in items:
+            if isinstance(item, str):
+                node[key] = replace_lone_surrogates(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+    return value

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from orchestrator.types import Request, Result, Usage
+from providers.http.safe_json import replace_lone_surrogates
 from providers.serve.failures import Failure
 
 __all__ = ["ClientCall", "Streamer", "Wire", "dumps", "new_id", "usage_of"]
@@ -59,8 +60,9 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON for the wire."""
-    return _ENCODER.encode(value)
+    """Compact JSON for the wire, always valid UTF-8: a lone surrogate (which a Python
+    provider may return; upstream JSON has none left) goes out as U+FFFD."""
+    return replace_lone_surrogates(_ENCODER.encode(value))
 
 
 def new_id(prefix: str) -> str:

@@ -141,8 +141,8 @@ def text(content: Any, where: str, kinds: frozenset[str] = frozenset({"text"})) 
 
 
 def request(**fields: Any) -> Request:
-    """A :class:`Request`; what the core refuses (a lone surrogate, a tool choice naming no
-    tool, no message at all) is the client's 400."""
+    """A :class:`Request`; what the core refuses (a tool schema it cannot apply, a tool
+    choice naming no tool, no message at all) is the client's 400."""
     try:
         return Request(**fields)
     except (TypeError, ValueError) as exc:

@@ -28,11 +28,22 @@ __all__ = [
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_ESCAPING = json.JSONEncoder(separators=(",", ":"))
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON, as the vendors send it (no spaces after separators)."""
-    return _ENCODER.encode(obj)
+    """Compact JSON, as the vendors send it (no spaces after separators).
+
+    Text holding a lone surrogate (``"\\ud800"``: valid JSON, not valid UTF-8)
+    goes out ``\\u``-escaped, as a hostile upstream sends it, so tests can script it.
+    """
+    text = _ENCODER.encode(obj)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _ESCAPING.encode(obj)
+    return text
 
 
 @dataclass(frozen=True, slots=True)

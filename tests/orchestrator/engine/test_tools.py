@@ -251,7 +251,9 @@ async def test_text_is_still_continued_when_no_tool_call_started() -> None:
 async def test_a_schema_that_cannot_be_applied_stops_the_run_as_invalid_request() -> None:
     from orchestrator.errors import InvalidRequest
 
-    remote = Tool("t", "", {"type": "object", "properties": {"a": {"$ref": "https://x.test/a"}}})
+    # A local reference to itself: valid when built, endless when applied (RecursionError).
+    loop = {"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}}
+    remote = Tool("t", "", loop)
     a, b = (
         Scripted("a", [Response("", tool_calls=(ToolCall("c", "t", {"a": 1}),))]),
         Scripted("b", ["x"]),

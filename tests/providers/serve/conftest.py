@@ -71,3 +71,17 @@ class Recorder:
         if isinstance(self.reply, BaseException):
             raise self.reply
         return self.reply if isinstance(self.reply, Response) else Response(self.reply)
+
+
+def tool_body(path: str, schema: Mapping[str, Any], *, stream: bool = False) -> dict[str, Any]:
+    """A request for model "m" offering one tool, ``lookup``, whose parameters are
+    ``schema``, in the wire format of ``path`` (chat completions, messages or responses)."""
+    user = [{"role": "user", "content": "x"}]
+    if path.endswith("/messages"):
+        tool: dict[str, Any] = {"name": "lookup", "input_schema": schema}
+        return {"model": "m", "max_tokens": 50, "stream": stream, "messages": user, "tools": [tool]}
+    if path.endswith("/responses"):
+        tool = {"type": "function", "name": "lookup", "parameters": schema}
+        return {"model": "m", "stream": stream, "input": "x", "tools": [tool]}
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": schema}}
+    return {"model": "m", "stream": stream, "messages": user, "tools": [tool]}
