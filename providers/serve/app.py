@@ -9,7 +9,6 @@ model, run or stream it, and answer in the same format, errors included.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -22,8 +21,9 @@ from providers.serve import anthropic_wire
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import GatewayKeys, presented_key
 from providers.serve.call import ClientCall, Wire, dumps
-from providers.serve.failures import BadRequest, Failure, failure_of
+from providers.serve.failures import Failure, failure_of
 from providers.serve.fields import body_object
+from providers.serve.intake import read_body
 from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
@@ -80,7 +80,10 @@ def _failure(wire: Wire, failure: Failure, attempts: int | None = None) -> web.R
         headers["Retry-After"] = str(failure.retry_after)
     if attempts is not None:
         headers["x-failover-attempts"] = str(attempts)
-    return _json(status, body, headers)
+    response = _json(status, body, headers)
+    if status in (408, 413):  # the rest of the body is not worth reading
+        response.force_close()
+    return response
 
 
 def _authenticated(request: web.Request) -> bool:
@@ -153,24 +156,8 @@ def _unknown_model(request: web.Request, name: str) -> Failure:
 
 
 async def _read_body(request: web.Request) -> dict[str, Any]:
-    """The body as a JSON object within the cap (413) and the deadline (408)."""
-    settings = request.app[_SETTINGS]
-    length = request.content_length
-    too_large = BadRequest(
-        f"the body passed {settings.max_body_bytes} bytes", status=413, kind="too_large"
-    )
-    if length is not None and length > settings.max_body_bytes:
-        raise too_large
-    try:
-        async with asyncio.timeout(settings.body_timeout):
-            raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise too_large from None
-    except TimeoutError:
-        raise BadRequest(
-            f"the body did not arrive within {settings.body_timeout:g}s", status=408
-        ) from None
-    return body_object(raw)
+    """The body as a JSON object (see :func:`providers.serve.intake.read_body`)."""
+    return body_object(await read_body(request, request.app[_SETTINGS]))
 
 
 class _Slot:
@@ -197,11 +184,11 @@ def _endpoint(wire: Wire) -> Any:
     """The handler of a model endpoint speaking ``wire``."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        if not _authenticated(request):  # before a slot: a caller without a key is not load
+            return _failure(wire, _refused())
         with _Slot(request.app) as slot:
             if not slot.taken:
                 return _failure(wire, _BUSY)
-            if not _authenticated(request):
-                return _failure(wire, _refused())
             try:
                 call = wire.parse(await _read_body(request))
             except Exception as exc:  # BadRequest, or a parsing gap: still the client's shape
