@@ -10,6 +10,7 @@ model, run or stream it, and answer in the same format, errors included.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -19,11 +20,12 @@ from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
 from providers.serve import anthropic_wire
 from providers.serve.anthropic_wire import AnthropicWire
-from providers.serve.auth import GatewayKeys, presented_key
+from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
 from providers.serve.call import ClientCall, Wire, dumps
 from providers.serve.failures import Failure, failure_of
 from providers.serve.fields import body_object
 from providers.serve.intake import read_body
+from providers.serve.misrouted import misrouted
 from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
@@ -41,6 +43,7 @@ _LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
 _RESPONSES = ResponsesWire()
+_WIRES: dict[str, Wire] = {"openai": _OPENAI, "anthropic": _ANTHROPIC, "responses": _RESPONSES}
 #: An SSE comment (every client's parser skips it), at most every ``_PING_EVERY`` seconds.
 _PING = b": keep-alive\n\n"
 _PING_EVERY = 1.0
@@ -57,13 +60,14 @@ def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> w
     app.router.add_get("/", healthz)  # clients probe the base URL (Claude Code sends HEAD /)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", _guarded(metrics))
+    app.router.add_get("/metrics", _metrics)
     app.router.add_get("/v1/models", _guarded(_list_models))
     app.router.add_get("/v1/models/{name}", _guarded(_one_model))
     app.router.add_post("/v1/chat/completions", _endpoint(_OPENAI))
     app.router.add_post("/v1/responses", _endpoint(_RESPONSES))
     app.router.add_post("/v1/messages", _endpoint(_ANTHROPIC))
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
+    app.router.add_route("*", "/{path:.*}", _misrouted)  # last: any other path
     return app
 
 
@@ -86,15 +90,26 @@ def _failure(wire: Wire, failure: Failure, attempts: int | None = None) -> web.R
     return response
 
 
-def _authenticated(request: web.Request) -> bool:
-    keys = request.app[_KEYS]
-    if not keys:
-        return True
+def _presents(request: web.Request, allows: Callable[[str | None], bool]) -> bool:
     headers = request.headers
     # Either header may carry the gateway key (the other may hold a vendor key); both are
     # always compared, so the time taken does not say which one matched.
-    bearer = keys.allows(presented_key(headers.get("Authorization"), None))
-    return keys.allows(presented_key(None, headers.get("x-api-key"))) | bearer
+    bearer = allows(presented_key(headers.get("Authorization"), None))
+    return allows(presented_key(None, headers.get("x-api-key"))) | bearer
+
+
+def _authenticated(request: web.Request) -> bool:
+    keys = request.app[_KEYS]
+    return not keys or _presents(request, keys.allows)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """``/metrics`` for a gateway or metrics key, or anyone with ``public_metrics``."""
+    keys = request.app[_KEYS]
+    public = request.app[_SETTINGS].public_metrics or not keys
+    if public or _presents(request, keys.allows_metrics):
+        return await metrics(request)
+    return _failure(_OPENAI, _METRICS_REFUSED)
 
 
 def _refused() -> Failure:
@@ -103,6 +118,19 @@ def _refused() -> Failure:
         "authentication",
         "a valid gateway key is required (Authorization: Bearer KEY or x-api-key: KEY)",
     )
+
+
+_METRICS_REFUSED = Failure(
+    401,
+    "authentication",
+    f"/metrics needs a gateway key or a metrics key ({METRICS_ENV}, --metrics-keys-file), "
+    "or a gateway started with --public-metrics",
+)
+
+
+async def _misrouted(request: web.Request) -> web.Response:
+    wire, failure = misrouted(request)
+    return _failure(_WIRES[wire], failure)
 
 
 def _guarded(handler: Any) -> Any:

@@ -44,7 +44,7 @@ _PR_SET_PDEATHSIG = 1
 @dataclass(frozen=True)
 class _Job:
     chain: str
-    keys_file: str | None
+    keys_files: tuple[str | None, str | None]  # the gateway's, the metrics'
     settings: GatewaySettings
     supervisor: int  # its pid
 
@@ -66,7 +66,7 @@ def _die_with(supervisor: int) -> None:
 def _worker(job: _Job, ready: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor sends SIGTERM
     _die_with(job.supervisor)
-    keys = GatewayKeys.load(key_file=job.keys_file)
+    keys = GatewayKeys.load(key_file=job.keys_files[0], metrics_file=job.keys_files[1])
     # Bound now, listening once the chain is loaded: until then the kernel gives this
     # worker no connections, so none waits behind a worker that is still starting.
     sock = listen_socket(job.settings.host, job.settings.port, reuse_port=True, listen=False)
@@ -145,7 +145,7 @@ class _Supervisor:
 
 def run_workers(
     chain: str,
-    keys_file: str | None,
+    keys_files: tuple[str | None, str | None],
     settings: GatewaySettings,
     announce: Callable[[int], None] | None = None,
 ) -> int:
@@ -154,7 +154,7 @@ def run_workers(
     reserve = listen_socket(settings.host, settings.port, reuse_port=True, listen=False)
     try:
         port = reserve.getsockname()[1]
-        job = _Job(chain, keys_file, replace(settings, port=port), os.getpid())
+        job = _Job(chain, keys_files, replace(settings, port=port), os.getpid())
         return _Supervisor(job, None if announce is None else lambda: announce(port)).run()
     finally:
         reserve.close()
