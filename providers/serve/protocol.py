@@ -29,7 +29,8 @@ class _Handler(RequestHandler):
         # aiohttp passes the request's own bytes in exception messages: name the type only.
         error = kw.get("exc_info")
         name = type(error).__name__ if isinstance(error, BaseException) else "error"
-        self.logger.error("gateway: %s (%s)", str(args[0])[:80] if args else "error", name)
+        what = str(args[0])[:80] if len(args) == 1 else "error handling a request"
+        self.logger.error("gateway: %s (%s)", what, name[:64])
 
     def handle_error(
         self,
