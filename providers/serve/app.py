@@ -2,9 +2,11 @@
 
 ``build_app(models, keys, settings)`` returns the :class:`aiohttp.web.Application`;
 :mod:`providers.serve.server` runs it. Every model endpoint follows the same
-steps: shed load (503 beyond ``max_in_flight``), authenticate, read the body
-within its cap and deadline, parse it in the client's wire format, find the
-model, run or stream it, and answer in the same format, errors included.
+steps: authenticate (401), shed load (503 beyond ``max_in_flight``), read the
+body within its cap, deadline and rate (:mod:`providers.serve.intake`), parse it
+in the client's wire format, find the model, run or stream it, and answer in the
+same format, errors included. Any other path gets a 404 in the client's format
+naming the base URL to use (:mod:`providers.serve.misrouted`).
 """
 
 from __future__ import annotations
