@@ -21,7 +21,7 @@ from typing import Any
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FailoverError, FallbackError, ProviderError
 from orchestrator.tasks import run_blocking
-from orchestrator.types import Provider, Request, Response, Result
+from orchestrator.types import Provider, Request, Response, Result, Usage
 
 __all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
 
@@ -291,7 +291,8 @@ class Workflow:
         )
 
     async def complete(self, request: Request) -> Response:
-        """Run as a provider: ``input`` is the prompt; the last step's text is the reply."""
+        """Run as a provider: ``input`` is the prompt; the last step's text is the reply, its
+        usage and cost the sums over every step."""
         try:
             result = await self.run({"input": request.prompt})
         except WorkflowError as e:
@@ -308,7 +309,15 @@ class Workflow:
                 if isinstance(error, ProviderError | FallbackError)
                 else FallbackError([], name=f"{self.name}:{last}")
             ) from error
-        return Response(result[last].text, model=result[last].handled_by)
+        # The reply costs every step's tokens, not only the last step's.
+        usages = [r.usage for r in result.values() if r.usage is not None]
+        costs = [r.cost_usd for r in result.values() if r.cost_usd is not None]
+        return Response(
+            result[last].text,
+            usage=sum(usages, Usage()) if usages else None,
+            model=result[last].handled_by,
+            cost_usd=sum(costs) if costs else None,
+        )
 
     def _last_step(self) -> str:
         """The step declared last (its text is the workflow's reply as a provider)."""

@@ -2,15 +2,17 @@
 
 ``build_app(models, keys, settings)`` returns the :class:`aiohttp.web.Application`;
 :mod:`providers.serve.server` runs it. Every model endpoint follows the same
-steps: shed load (503 beyond ``max_in_flight``), authenticate, read the body
-within its cap and deadline, parse it in the client's wire format, find the
-model, run or stream it, and answer in the same format, errors included.
+steps: authenticate (401), shed load (503 beyond ``max_in_flight``), read the
+body within its cap, deadline and rate (:mod:`providers.serve.intake`), parse it
+in the client's wire format, find the model, run or stream it, and answer in the
+same format, errors included. Any other path gets a 404 in the client's format
+naming the base URL to use (:mod:`providers.serve.misrouted`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -20,10 +22,12 @@ from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
 from providers.serve import anthropic_wire
 from providers.serve.anthropic_wire import AnthropicWire
-from providers.serve.auth import GatewayKeys, presented_key
+from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
 from providers.serve.call import ClientCall, Wire, dumps
-from providers.serve.failures import BadRequest, Failure, failure_of
+from providers.serve.failures import Failure, failure_of
 from providers.serve.fields import body_object
+from providers.serve.intake import read_body
+from providers.serve.misrouted import misrouted
 from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
@@ -41,6 +45,7 @@ _LOAD: web.AppKey[list[int]] = web.AppKey("load", list)
 _OPENAI = OpenAIWire()
 _ANTHROPIC = AnthropicWire()
 _RESPONSES = ResponsesWire()
+_WIRES: dict[str, Wire] = {"openai": _OPENAI, "anthropic": _ANTHROPIC, "responses": _RESPONSES}
 #: An SSE comment (every client's parser skips it), at most every ``_PING_EVERY`` seconds.
 _PING = b": keep-alive\n\n"
 _PING_EVERY = 1.0
@@ -57,13 +62,14 @@ def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> w
     app.router.add_get("/", healthz)  # clients probe the base URL (Claude Code sends HEAD /)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", _guarded(metrics))
+    app.router.add_get("/metrics", _metrics)
     app.router.add_get("/v1/models", _guarded(_list_models))
     app.router.add_get("/v1/models/{name}", _guarded(_one_model))
     app.router.add_post("/v1/chat/completions", _endpoint(_OPENAI))
     app.router.add_post("/v1/responses", _endpoint(_RESPONSES))
     app.router.add_post("/v1/messages", _endpoint(_ANTHROPIC))
     app.router.add_post("/v1/messages/count_tokens", _count_tokens)
+    app.router.add_route("*", "/{path:.*}", _misrouted)  # last: any other path
     return app
 
 
@@ -80,18 +86,32 @@ def _failure(wire: Wire, failure: Failure, attempts: int | None = None) -> web.R
         headers["Retry-After"] = str(failure.retry_after)
     if attempts is not None:
         headers["x-failover-attempts"] = str(attempts)
-    return _json(status, body, headers)
+    response = _json(status, body, headers)
+    if status in (408, 413):  # the rest of the body is not worth reading
+        response.force_close()
+    return response
+
+
+def _presents(request: web.Request, allows: Callable[[str | None], bool]) -> bool:
+    headers = request.headers
+    # Either header may carry the gateway key (the other may hold a vendor key); both are
+    # always compared, so the time taken does not say which one matched.
+    bearer = allows(presented_key(headers.get("Authorization"), None))
+    return allows(presented_key(None, headers.get("x-api-key"))) | bearer
 
 
 def _authenticated(request: web.Request) -> bool:
     keys = request.app[_KEYS]
-    if not keys:
-        return True
-    headers = request.headers
-    # Either header may carry the gateway key (the other may hold a vendor key); both are
-    # always compared, so the time taken does not say which one matched.
-    bearer = keys.allows(presented_key(headers.get("Authorization"), None))
-    return keys.allows(presented_key(None, headers.get("x-api-key"))) | bearer
+    return not keys or _presents(request, keys.allows)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """``/metrics`` for a gateway or metrics key, or anyone with ``public_metrics``."""
+    keys = request.app[_KEYS]
+    public = request.app[_SETTINGS].public_metrics or not keys
+    if public or _presents(request, keys.allows_metrics):
+        return await metrics(request)
+    return _failure(_OPENAI, _METRICS_REFUSED)
 
 
 def _refused() -> Failure:
@@ -100,6 +120,19 @@ def _refused() -> Failure:
         "authentication",
         "a valid gateway key is required (Authorization: Bearer KEY or x-api-key: KEY)",
     )
+
+
+_METRICS_REFUSED = Failure(
+    401,
+    "authentication",
+    f"/metrics needs a gateway key or a metrics key ({METRICS_ENV}, --metrics-keys-file), "
+    "or a gateway started with --public-metrics",
+)
+
+
+async def _misrouted(request: web.Request) -> web.Response:
+    wire, failure = misrouted(request)
+    return _failure(_WIRES[wire], failure)
 
 
 def _guarded(handler: Any) -> Any:
@@ -153,24 +186,8 @@ def _unknown_model(request: web.Request, name: str) -> Failure:
 
 
 async def _read_body(request: web.Request) -> dict[str, Any]:
-    """The body as a JSON object within the cap (413) and the deadline (408)."""
-    settings = request.app[_SETTINGS]
-    length = request.content_length
-    too_large = BadRequest(
-        f"the body passed {settings.max_body_bytes} bytes", status=413, kind="too_large"
-    )
-    if length is not None and length > settings.max_body_bytes:
-        raise too_large
-    try:
-        async with asyncio.timeout(settings.body_timeout):
-            raw = await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise too_large from None
-    except TimeoutError:
-        raise BadRequest(
-            f"the body did not arrive within {settings.body_timeout:g}s", status=408
-        ) from None
-    return body_object(raw)
+    """The body as a JSON object (see :func:`providers.serve.intake.read_body`)."""
+    return body_object(await read_body(request, request.app[_SETTINGS]))
 
 
 class _Slot:
@@ -197,11 +214,11 @@ def _endpoint(wire: Wire) -> Any:
     """The handler of a model endpoint speaking ``wire``."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        if not _authenticated(request):  # before a slot: a caller without a key is not load
+            return _failure(wire, _refused())
         with _Slot(request.app) as slot:
             if not slot.taken:
                 return _failure(wire, _BUSY)
-            if not _authenticated(request):
-                return _failure(wire, _refused())
             try:
                 call = wire.parse(await _read_body(request))
             except Exception as exc:  # BadRequest, or a parsing gap: still the client's shape

@@ -7,6 +7,10 @@ A presented key (``Authorization: Bearer K`` or ``x-api-key: K``) is hashed and
 compared with every stored digest by :func:`hmac.compare_digest`: the time taken
 says nothing about how much of a key matched. The client's key is only ever
 compared: requests to providers are built from the chain file's own keys.
+
+``/metrics`` takes a gateway key, or a metrics key (``FAILOVER_METRICS_KEYS`` and/or
+``--metrics-keys-file``, same formats), which opens ``/metrics`` and nothing else: a
+scraper needs no key that can spend provider tokens. ``--public-metrics`` opens it to all.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["ENV", "GatewayKeys", "hash_key", "is_loopback"]
+__all__ = ["ENV", "METRICS_ENV", "GatewayKeys", "hash_key", "is_loopback"]
 
 ENV = "FAILOVER_GATEWAY_KEYS"
+METRICS_ENV = "FAILOVER_METRICS_KEYS"
 _PREFIX = "sha256:"
 _MAX_FILE = 1 << 20
 _MAX_KEY = 1024
@@ -36,22 +41,24 @@ def hash_key(key: str) -> str:
 
 
 class GatewayKeys:
-    """The digests of the keys allowed in; empty means no key is configured."""
+    """The digests of the keys allowed in; empty means no key is configured.
 
-    def __init__(self, digests: Iterable[bytes] = ()) -> None:
+    ``metrics`` holds the digests of keys that open ``/metrics`` only."""
+
+    def __init__(self, digests: Iterable[bytes] = (), metrics: Iterable[bytes] = ()) -> None:
         self._digests = tuple(digests)
+        self._metrics = tuple(metrics)
 
     @classmethod
     def load(
-        cls, environ: Mapping[str, str] | None = None, key_file: str | None = None
+        cls,
+        environ: Mapping[str, str] | None = None,
+        key_file: str | None = None,
+        metrics_file: str | None = None,
     ) -> GatewayKeys:
-        """Keys from the environment and the key file; ``ValueError`` naming a bad line."""
+        """Keys from the environment and the key files; ``ValueError`` naming a bad line."""
         env = os.environ if environ is None else environ
-        keys = [k.strip() for k in env.get(ENV, "").split(",") if k.strip()]
-        digests = [_digest(k) for k in keys]
-        if key_file:
-            digests += _read_file(Path(key_file))
-        return cls(digests)
+        return cls(_load(env, ENV, key_file), _load(env, METRICS_ENV, metrics_file))
 
     def __bool__(self) -> bool:
         return bool(self._digests)
@@ -61,16 +68,32 @@ class GatewayKeys:
 
     def allows(self, presented: str | None) -> bool:
         """Whether ``presented`` is one of the keys; every digest is compared, always."""
-        if not presented or len(presented) > _MAX_KEY:
-            return False
-        digest = _digest(presented)
-        ok = False
-        for stored in self._digests:
-            ok |= hmac.compare_digest(digest, stored)
-        return ok
+        return _among(presented, self._digests)
+
+    def allows_metrics(self, presented: str | None) -> bool:
+        """Whether ``presented`` opens ``/metrics``: a gateway key or a metrics key."""
+        return _among(presented, self._digests + self._metrics)
 
     def __repr__(self) -> str:
         return f"GatewayKeys({len(self._digests)} key(s))"
+
+
+def _among(presented: str | None, digests: tuple[bytes, ...]) -> bool:
+    if not presented or len(presented) > _MAX_KEY:
+        return False
+    digest = _digest(presented)
+    ok = False
+    for stored in digests:
+        ok |= hmac.compare_digest(digest, stored)
+    return ok
+
+
+def _load(env: Mapping[str, str], name: str, key_file: str | None) -> list[bytes]:
+    keys = [k.strip() for k in env.get(name, "").split(",") if k.strip()]
+    digests = [_digest(k) for k in keys]
+    if key_file:
+        digests += _read_file(Path(key_file))
+    return digests
 
 
 def _read_file(path: Path) -> list[bytes]:

@@ -47,6 +47,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds in-flight requests get to finish after SIGTERM (30)",
     )
     parser.add_argument(
+        "--metrics-keys-file",
+        help="file of hashed keys that open /metrics and nothing else (for scrapers); "
+        "also FAILOVER_METRICS_KEYS=key1,key2",
+    )
+    parser.add_argument(
+        "--public-metrics",
+        action="store_true",
+        help="serve /metrics without a key (it takes a gateway or metrics key by default)",
+    )
+    parser.add_argument(
+        "--body-min-rate",
+        type=int,
+        default=8192,
+        help="bytes/s a request body must average after its first 2 s, else 408 (8192)",
+    )
+    parser.add_argument(
         "--hash-key",
         action="store_true",
         help="read a key on stdin and print its key-file line, then exit",
@@ -62,6 +78,8 @@ def _settings(args: argparse.Namespace) -> GatewaySettings:
         max_body_bytes=args.max_body_bytes,
         idle_timeout=args.idle_timeout,
         grace=args.grace,
+        body_min_rate=args.body_min_rate,
+        public_metrics=args.public_metrics,
     )
 
 
@@ -85,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         settings = _settings(args)
         config = load_config(args.chain)  # fail here, once, with the file's own messages
         keys_file = args.keys_file or _named_keys_file(config)
-        keys = GatewayKeys.load(key_file=keys_file)
+        keys = GatewayKeys.load(key_file=keys_file, metrics_file=args.metrics_keys_file)
     except (ValueError, TypeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -97,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return _start(args.chain, keys_file, keys, settings)
+    return _start(args.chain, (keys_file, args.metrics_keys_file), keys, settings)
 
 
 def _named_keys_file(config: Any) -> str | None:
@@ -115,7 +133,12 @@ def _announce(settings: GatewaySettings, keys: GatewayKeys) -> None:
     )
 
 
-def _start(chain: str, keys_file: str | None, keys: GatewayKeys, settings: GatewaySettings) -> int:
+def _start(
+    chain: str,
+    keys_files: tuple[str | None, str | None],
+    keys: GatewayKeys,
+    settings: GatewaySettings,
+) -> int:
     from dataclasses import replace
 
     try:
@@ -124,7 +147,7 @@ def _start(chain: str, keys_file: str | None, keys: GatewayKeys, settings: Gatew
 
             return run_workers(
                 chain,
-                keys_file,
+                keys_files,
                 settings,
                 lambda port: _announce(replace(settings, port=port), keys),
             )

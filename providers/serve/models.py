@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from orchestrator.types import Request, Result
+from orchestrator.types import Attempt, Request, Result
 
 __all__ = ["Chunks", "Model", "Models"]
 
@@ -35,14 +35,14 @@ class Model:
         if self.kind == "agent":
             result: Result = await self.node.run(request)
             return result
-        started = time.monotonic()
+        started, wall = time.monotonic(), time.time()
         response = await self.node.complete(request)
+        took = time.monotonic() - started
+        # One attempt, the workflow's: it carries the steps' summed usage to the reply.
+        usage, cost = response.usage, response.cost_usd
+        attempt = Attempt(self.name, None, 1, wall, took, usage=usage, cost_usd=cost)
         return Result(
-            response.text,
-            response.model,
-            (),
-            time.monotonic() - started,
-            tool_calls=response.tool_calls,
+            response.text, response.model, (attempt,), took, tool_calls=response.tool_calls
         )
 
     def stream(self, request: Request) -> AbstractAsyncContextManager[Chunks]:

@@ -22,6 +22,7 @@ from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
 from providers.serve.meters import install_meter_provider
 from providers.serve.models import Models
+from providers.serve.protocol import GatewayRunner
 from providers.serve.settings import GatewaySettings
 
 __all__ = ["listen_socket", "run_worker", "serve"]
@@ -58,7 +59,7 @@ async def serve(
 ) -> None:
     """Serve ``models`` on ``sock`` until ``stop`` is set, then drain (see the module docstring)."""
     app = build_app(models, keys, settings)
-    runner = web.AppRunner(
+    runner = GatewayRunner(
         app,
         handler_cancellation=True,  # a client that leaves cancels its run upstream
         keepalive_timeout=settings.idle_timeout,

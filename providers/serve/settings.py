@@ -17,8 +17,10 @@ class GatewaySettings:
     ``max_body_bytes`` per request body (more: 413); ``idle_timeout`` seconds for a
     connection to deliver a complete request head, after connecting or after its last
     reply (a slow or silent client is disconnected); ``body_timeout`` seconds to
-    receive a body (then 408); ``grace`` seconds for in-flight requests to finish
-    once SIGTERM arrives.
+    receive a body (then 408), and after ``body_grace`` seconds at least
+    ``body_min_rate`` bytes a second on average (slower: 408, so a trickling client
+    gives its in-flight place back); ``grace`` seconds for in-flight requests to
+    finish once SIGTERM arrives; ``public_metrics`` serves ``/metrics`` without a key.
     """
 
     host: str = "127.0.0.1"
@@ -28,14 +30,17 @@ class GatewaySettings:
     max_body_bytes: int = 16 * 1024 * 1024
     idle_timeout: float = 15.0
     body_timeout: float = 30.0
+    body_grace: float = 2.0
+    body_min_rate: int = 8192
     grace: float = 30.0
+    public_metrics: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("workers", "max_in_flight", "max_body_bytes"):
+        for name in ("workers", "max_in_flight", "max_body_bytes", "body_min_rate"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"GatewaySettings.{name}={value!r} must be a positive int")
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"GatewaySettings.port={self.port!r} must be 0-65535")
-        for name in ("idle_timeout", "body_timeout", "grace"):
+        for name in ("idle_timeout", "body_timeout", "body_grace", "grace"):
             object.__setattr__(self, name, seconds(getattr(self, name), f"GatewaySettings.{name}"))

@@ -6,12 +6,15 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
 
 from providers import Fault, SimulatedServer
-from tests.providers.serve.processes import serving, worker_pids
+from tests.conftest import write_chain
+from tests.providers.serve.processes import CHAIN, UPSTREAM_KEY, serving, worker_pids
 
 REQUEST = {"model": "review", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -85,3 +88,30 @@ async def test_workers_do_not_outlive_a_killed_supervisor(
             for pid in workers:  # the test started them: never leave one behind
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+async def test_the_url_is_announced_once_a_worker_accepts(
+    sim: SimulatedServer, tmp_path: Path
+) -> None:
+    # Announced before any worker listened, the first ~1.3 s of connects were refused.
+    path = write_chain(tmp_path, CHAIN)
+    env = {**os.environ, "SIM": sim.url, "K": UPSTREAM_KEY, "FAILOVER_GATEWAY_KEYS": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "providers.serve", str(path), "--port", "0", "--workers", "2"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.to_thread(proc.stdout.readline)
+        url = line.split()[2]
+        async with aiohttp.ClientSession() as http, http.get(url + "/readyz") as r:
+            assert (r.status, (await r.json())["status"]) == (200, "ready")
+    finally:
+        proc.terminate()
+        try:
+            await asyncio.to_thread(proc.wait, 30)
+        finally:
+            proc.kill()  # a no-op once it has exited
+    assert proc.returncode == 0

@@ -1,0 +1,81 @@
+"""Reading a client's request body: a size cap, inflation in slices, a deadline and a rate.
+
+The gateway's connections leave bodies encoded (see :mod:`providers.serve.protocol`);
+:func:`read_body` hands the raw bytes to :func:`providers.http.body.read_bounded`,
+the one place that inflates gzip/deflate a slice at a time against the cap, so a
+1 MiB gzip bomb is refused (413) having cost a slice, not its inflated size
+(a compressed body is inflated twice: first counting, then keeping).
+Time is bounded twice: the whole body within ``body_timeout``, and after
+``body_grace`` seconds at least ``body_min_rate`` bytes a second on average, so a
+client trickling its body gives its in-flight place back long before the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from providers.http.body import BodyTooLarge, BodyUndecodable, bounded_chunks, read_bounded
+from providers.serve.failures import BadRequest
+from providers.serve.settings import GatewaySettings
+
+__all__ = ["read_body"]
+
+
+async def read_body(request: web.Request, settings: GatewaySettings) -> bytes:
+    """The decoded body within the cap (413), the deadline and the minimum rate (408)."""
+    limit = settings.max_body_bytes
+    too_large = BadRequest(f"the body passed {limit} bytes", status=413, kind="too_large")
+    length = request.content_length
+    if length is not None and length > limit:
+        raise too_large
+    encoding = request.headers.get("Content-Encoding")
+    try:
+        raw = await read_bounded(_paced(request, settings), None, limit)
+        if (encoding or "identity").strip().lower() == "identity":
+            return raw
+        # Inflate once to count, keeping nothing, then again to keep: a bomb is refused
+        # having held one slice, not everything up to the cap (8 at once held 128 MiB).
+        async for _ in bounded_chunks(_once(raw), encoding, limit):
+            pass
+        return await read_bounded(_once(raw), encoding, limit)
+    except BodyTooLarge:
+        raise too_large from None
+    except BodyUndecodable:  # its message quotes the coding the client sent
+        raise BadRequest(
+            "the body's Content-Encoding is not gzip, deflate or identity, or its data is corrupt"
+        ) from None
+    except TimeoutError:
+        raise BadRequest(_too_slow(settings), status=408) from None
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+def _too_slow(settings: GatewaySettings) -> str:
+    return (
+        f"the body did not arrive within {settings.body_timeout:g}s, or came slower than "
+        f"{settings.body_min_rate} bytes/s after the first {settings.body_grace:g}s"
+    )
+
+
+async def _paced(request: web.Request, settings: GatewaySettings) -> AsyncIterator[bytes]:
+    """The raw body's chunks; ``TimeoutError`` when a read would end past the deadline or
+    leave the average rate since the grace period below ``body_min_rate``."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    deadline = start + settings.body_timeout
+    received = 0
+    content = request.content
+    while True:
+        # The rate allows received / min_rate seconds of body after the grace.
+        due = start + settings.body_grace + received / settings.body_min_rate
+        async with asyncio.timeout_at(min(deadline, due)):
+            data = await content.readany()
+        if not data:
+            return
+        received += len(data)
+        yield data
