@@ -402,7 +402,6 @@ class Response:
 
 
 # -- the record of one call ---------------------------------------------------
-
 #: Why a child was left (``Attempt.reason``): the documented set.
 REASONS = frozenset(
     {
@@ -419,6 +418,7 @@ REASONS = frozenset(
         "unsupported",
         "context_window",
         "hedge_lost",
+        "cancelled",
     }
 )
 

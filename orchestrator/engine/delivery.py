@@ -27,6 +27,9 @@ class Buffered:
 
     __slots__ = ()
 
+    #: Whether the consumer left before the run ended (a stream only: see :class:`Streamed`).
+    left = False
+
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One call of ``child`` (its ``complete``)."""
         out: Awaitable[Response] = child.complete(request)
@@ -63,11 +66,13 @@ class Streamed:
     committed, since no provider can resume a call half made.
     """
 
-    __slots__ = ("delivered", "mode", "on_chunk", "sink", "source", "tool_started")
+    __slots__ = ("delivered", "left", "mode", "on_chunk", "sink", "source", "tool_started")
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
+        #: The consumer left before the run ended: the call it cut is recorded as cancelled.
+        self.left = False
         #: Told of the next attempt's first chunk (telemetry: time to first chunk), then unset.
         self.on_chunk: Callable[[], None] | None = None
         self.tool_started = False  # the current attempt streamed a tool-call delta

@@ -193,3 +193,33 @@ async def test_a_stream_says_which_provider_its_text_comes_from(clock: FakeClock
         assert s.answering is None  # nothing delivered yet
         chunks = [c async for c in s]
         assert chunks and s.answering == "b"
+
+
+async def test_result_after_leaving_early_is_a_runtime_error_with_the_attempt() -> None:
+    """Issue 17 item 16: a storm of streams left early, concurrently. Each ``s.result``
+    is the documented RuntimeError (was CancelledError in a task nobody cancelled), and
+    the call the consumer left is recorded in ``s.attempts`` (was empty)."""
+
+    async def endless(req: Request) -> AsyncIterator[str]:
+        while True:
+            yield "tick"
+            await asyncio.sleep(0)
+
+    agent = FallbackAgent([FunctionProvider(endless, name="endless")])
+
+    async def leave_early() -> tuple[str, list[str | None]]:
+        async with agent.stream("x") as s:
+            async for _ in s:
+                break
+        try:
+            _ = s.result
+        except RuntimeError as e:
+            return type(e).__name__, [a.reason for a in s.attempts]
+        except BaseException as e:  # CancelledError on main: counted, not raised
+            return type(e).__name__, [a.reason for a in s.attempts]
+        return "a result", []
+
+    outcomes = await asyncio.gather(*(leave_early() for _ in range(3000)))
+    kinds = {kind for kind, _ in outcomes}
+    assert kinds == {"RuntimeError"}
+    assert all(reasons == ["cancelled"] for _, reasons in outcomes)
