@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
+from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
@@ -164,39 +165,49 @@ class AnthropicMessages(VendorProvider):
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text (or, for structured output, tool-input JSON) and tool-call deltas,
-        then the Response.
+        :data:`~orchestrator.PROGRESS` for every other event but ``ping``, and the
+        Response as soon as ``message_delta`` gives the stop reason (the content is
+        complete; ``message_stop`` is still read, and its absence changes nothing).
 
-        Ends cleanly only on ``message_stop``; otherwise ``StreamInterrupted``.
-        An ``error`` event is mapped like an HTTP error of its type.
+        Without a stop reason, ends cleanly only on ``message_stop``; otherwise
+        ``StreamInterrupted``. An ``error`` event is mapped like an HTTP error of its type.
         """
         payload, prefill, answer = self.payload(request, stream=True)
         state = _StreamState(answer, prefill)
-        done = False
+        done, kind = False, None
         try:
             async for event in self.post_events(self._url, payload):
                 data = await self.event_json(event)
                 kind = data.get("type", event.event) if isinstance(data, Mapping) else None
-                if kind == "message_stop":
-                    done = True
+                if kind == "message_stop" or done:
                     break
                 if kind == "error":
                     raise map_anthropic_error(
                         None, {}, data, provider=self.name, key=self.secrets()
                     )
+                if kind == "ping":
+                    continue  # a keep-alive: no progress
                 item = self.parsed(state.read, kind, data)
                 if kind == "message_delta" and state.stop == "refusal":
                     raise _refusal(self.name)
-                if item:
-                    yield item
+                yield item or PROGRESS
+                if kind == "message_delta" and state.stop is not None:
+                    done = True
+                    yield self._final(state, answer)
             if not done:
-                raise self.unfinished(state.parts, "message_stop")
-            if answer is not None and not state.parts and not state.calls:
-                raise self.empty_stream("tool input (structured output)")
-            calls = self.parsed(state.calls.calls)
+                yield self._final(state, answer, ended=kind == "message_stop")
         except InvalidOutput as error:
             self.bill(error, state.usage())  # the usage seen so far
             raise
-        yield self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
+
+    def _final(self, state: _StreamState, answer: str | None, ended: bool = True) -> Response:
+        """The Response of a stream whose content is complete (``ended``: its end was seen)."""
+        if not ended:
+            raise self.unfinished(state.parts, "message_stop")
+        if answer is not None and not state.parts and not state.calls:
+            raise self.empty_stream("tool input (structured output)")
+        calls = self.parsed(state.calls.calls)
+        return self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
 
 
 _NONE: Any = object()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
+from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
@@ -181,7 +182,10 @@ class OpenAIChat(VendorProvider):
         return items, saw, finish
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
-        """Yield text and tool-call deltas as they arrive, then the final Response.
+        """Yield text and tool-call deltas as they arrive (:data:`~orchestrator.PROGRESS`
+        for a chunk with neither), then the final Response: as soon as the
+        ``finish_reason`` and the usage have come (the content is complete; ``[DONE]``
+        is still read, and its absence changes nothing), else at the end.
 
         Ends cleanly only on ``data: [DONE]`` or a ``finish_reason``; otherwise
         ``StreamInterrupted``.
@@ -191,10 +195,10 @@ class OpenAIChat(VendorProvider):
         usage: Usage | None = None
         model: str | None = None
         finish: str | None = None
-        done = saw_choice = False
+        done = sent = saw_choice = False
         try:
             async for event in self.post_events(self._url, self.payload(request, stream=True)):
-                if event.data == "[DONE]":
+                if event.data == "[DONE]" or sent:
                     done = True
                     break
                 chunk = await self.stream_event(event)
@@ -208,6 +212,15 @@ class OpenAIChat(VendorProvider):
                     else:
                         self.parsed(calls.add, item)
                     yield item
+                if not items:
+                    yield PROGRESS
+                if finish is not None and usage is not None and saw_choice:
+                    sent = True  # the content is complete: the Response goes out now
+                    yield self.response(
+                        "".join(parts), usage, model, finish, self.parsed(calls.calls)
+                    )
+            if sent:
+                return
             if not done and finish is None:
                 raise self.unfinished(parts, "finish_reason or [DONE]")
             if not saw_choice:
