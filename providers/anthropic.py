@@ -63,6 +63,7 @@ class AnthropicMessages(VendorProvider):
     unless ``allow_insecure_http=True``.
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "anthropic"
     env_vars = ("ANTHROPIC_API_KEY",)
 

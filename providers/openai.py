@@ -68,6 +68,7 @@ class OpenAIChat(VendorProvider):
     over https or to loopback unless ``allow_insecure_http=True``.
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "openai"
     env_vars = ("OPENAI_API_KEY",)
 

@@ -8,9 +8,10 @@ event that says the stream moves (a block or message boundary, usage, the end):
 vendor parsers yield :data:`PROGRESS` for those. Keep-alives (SSE comments,
 Anthropic's ``ping``; a plain ``""``) are neither, so they reset no deadline.
 
-Streams are watched by default: a streamed run's children that set no idle
-deadline get :data:`DEFAULT_IDLE_TIMEOUT`, so a stall with the connection open
-is seen without waiting for the whole attempt's timeout. ``run`` is not
+Streams are watched by default: a streamed run's vendor providers
+(``reports_progress``) that set no idle deadline get :data:`DEFAULT_IDLE_TIMEOUT`,
+so a stall with the connection open is seen without waiting for the whole
+attempt's timeout. ``run`` is not
 streamed for that default; it streams only for deadlines a user set.
 
 A provider may yield its final Response as soon as its content is complete
@@ -99,9 +100,11 @@ def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
 
     The provider's own ``first_token_timeout`` / ``idle_timeout`` win, each on its
     own; ``default`` (the agent's) fills the ones it leaves ``None``, and
-    :data:`DEFAULT_IDLE_TIMEOUT` the idle one left then (for streamed runs only, unless
-    a deadline was set). A provider without ``stream`` is returned as it is: only the
-    overall timeout applies.
+    :data:`DEFAULT_IDLE_TIMEOUT` the idle one left then, for a provider whose
+    ``reports_progress`` is true (the vendor providers: every protocol event says the
+    stream moves, so a gap is a stall; a function's gaps may be its own work), for
+    streamed runs only unless a deadline was set. A provider without ``stream`` is
+    returned as it is: only the overall timeout applies.
     """
     if not callable(getattr(provider, "stream", None)):
         return provider
@@ -114,8 +117,10 @@ def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
     own, default = own or Watch(), default or Watch()
     ft = default.first_token if own.first_token is None else own.first_token
     idle = default.idle if own.idle is None else own.idle
-    if idle is None:
+    if idle is None and getattr(provider, "reports_progress", False) is True:
         return Watched(provider, Watch(ft, DEFAULT_IDLE_TIMEOUT, for_run=ft is not None), clock)
+    if ft is None and idle is None:
+        return provider
     return Watched(provider, Watch(ft, idle), clock)
 
 

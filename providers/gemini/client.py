@@ -87,6 +87,7 @@ class GeminiGenerate(VendorProvider):
     in the URL), only over https or to loopback unless ``allow_insecure_http=True``.
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

@@ -44,8 +44,20 @@ async def test_failover_is_free_before_the_first_chunk() -> None:
     assert chunks == ["fine"] and result.handled_by == "b"  # type: ignore[attr-defined]
 
 
-async def test_mid_stream_raise_is_the_default_and_never_silent() -> None:
-    agent = FallbackAgent([gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])])
+async def test_mid_stream_continue_is_the_default() -> None:
+    """Issue 17 item 20: a stream cut mid-answer is continued by default (was "raise")."""
+    agent = FallbackAgent(
+        [gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])], max_retries=0
+    )
+    chunks, result = await collect(agent)
+    assert chunks == ["par", "tial", "x"] and result.text == "partialx"  # type: ignore[attr-defined]
+    assert agent.mid_stream == "continue"
+
+
+async def test_mid_stream_raise_is_never_silent() -> None:
+    agent = FallbackAgent(
+        [gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])], mid_stream="raise"
+    )
     seen: list[str] = []
     with pytest.raises(StreamInterrupted):
         async with agent.stream("x") as s:
@@ -83,7 +95,10 @@ async def test_a_stream_without_its_final_response_is_interrupted() -> None:
             yield "half"
 
     with pytest.raises(StreamInterrupted):
+        await collect(FallbackAgent([NoEnd()], mid_stream="raise"))
+    with pytest.raises(FallbackError) as err:  # continued (the default), and cut each time
         await collect(FallbackAgent([NoEnd()]))
+    assert {type(a.error) for a in err.value.attempts} == {StreamInterrupted}
 
 
 async def test_all_failed_stream_raises_fallback_error() -> None:

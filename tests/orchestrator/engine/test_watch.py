@@ -82,7 +82,9 @@ async def test_a_stall_after_three_chunks_is_seen_at_idle_timeout(
 
 async def test_a_stall_mid_stream_with_raise_ends_the_run(clock: FakeClock) -> None:
     stall = Paced("stall", clock, [(0.01, "a"), (0.02, HANG)])
-    agent = FallbackAgent([stall, Paced("b", clock, FAST)], idle_timeout=0.3, clock=clock)
+    agent = FallbackAgent(
+        [stall, Paced("b", clock, FAST)], idle_timeout=0.3, clock=clock, mid_stream="raise"
+    )
     async with Ticker(clock), agent.stream("hi") as s:
         got = []
         with pytest.raises(StreamStalled):
@@ -126,16 +128,21 @@ async def test_the_providers_own_deadline_wins_over_the_agents_default(clock: Fa
 async def test_no_deadline_watches_streams_only_and_no_stream_calls_the_provider_itself(
     clock: FakeClock,
 ) -> None:
-    """With no deadline set, a streamed run still sees a stall (the default idle
-    deadline), while ``run`` calls ``complete`` as before; a provider without
-    ``stream`` is called itself (issue 17 item 20)."""
-    streaming = Paced("s", clock, FAST)
+    """With no deadline set, a streamed run of a vendor provider (``reports_progress``)
+    still sees a stall (the default idle deadline), while ``run`` calls ``complete`` as
+    before; a function's stream, or a provider without ``stream``, is called itself
+    (issue 17 item 20)."""
+    streaming = Paced("s", clock, FAST, reports_progress=True)
     callee = FallbackAgent([streaming]).members[0].callee  # type: ignore[union-attr]
     assert isinstance(callee, Watched)
     assert callee.watch == Watch(None, DEFAULT_IDLE_TIMEOUT, for_run=False)
+    own = Paced("own", clock, FAST)
+    assert FallbackAgent([own]).members[0].callee is own  # type: ignore[union-attr]
     completed: list[Request] = []
 
     class Both(Scripted):
+        reports_progress = True
+
         async def stream(self, request: Request) -> AsyncIterator[str | Response]:
             yield "never"  # pragma: no cover - run must not stream
             yield Response("never")
@@ -208,3 +215,22 @@ async def test_progress_events_reset_the_idle_deadline_and_keep_alives_do_not(
         with pytest.raises(FallbackError) as err:
             await agent.run("hi")
     assert isinstance(err.value.attempts[0].error, StreamStalled)
+
+
+async def test_a_stall_is_rescued_by_default_at_the_default_idle_deadline(
+    clock: FakeClock,
+) -> None:
+    """Nothing set but the chain: a vendor stream that stalls after text (pings only) is
+    left at DEFAULT_IDLE_TIMEOUT, not at its 60 s timeout, and the next child continues
+    from the delivered text (issue 17 item 20: was a hang to the timeout, then an error)."""
+    steps = [(0.01, "Hel"), (0.02, "lo")] + [(0.02 + 5.0 * i, "") for i in range(1, 12)]
+    stall = Paced("stall", clock, [*steps, (60.0, HANG)], reports_progress=True)
+    backup = Paced("backup", clock, [(0.01, " world")])
+    agent = FallbackAgent([stall, backup], max_retries=0, clock=clock)
+    async with Ticker(clock, step=0.01), agent.stream("hi") as s:
+        chunks = [c async for c in s]
+    assert "".join(chunks) == "Hello world" == s.result.text
+    first = s.result.attempts[0]
+    assert isinstance(first.error, StreamStalled)
+    assert near(first.duration, 0.02 + DEFAULT_IDLE_TIMEOUT, slack=0.05)
+    assert [(m.role, m.content) for m in backup.requests[0].messages][-1] == ("assistant", "Hello")
