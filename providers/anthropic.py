@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator import PROGRESS
-from orchestrator.config.spec import BuildContext, PositiveInt, given
+from orchestrator.config.spec import BuildContext, Flag, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
@@ -28,6 +28,7 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_anthropic_error
+from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
 
@@ -60,7 +61,8 @@ class AnthropicMessages(VendorProvider):
     ``AnthropicMessages("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY`` at call
     time; ``max_tokens`` is used when the request does not set one (the API
     requires it). The key goes in ``x-api-key``, only over https or to loopback
-    unless ``allow_insecure_http=True``.
+    unless ``allow_insecure_http=True``. ``accepts_prefill`` defaults by model
+    (Claude 4.6 and later refuse one: :mod:`providers.http.prefill`).
     """
 
     reports_progress = True  # every stream event is progress (engine.deadlines)
@@ -74,9 +76,11 @@ class AnthropicMessages(VendorProvider):
         base_url: str = "https://api.anthropic.com",
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
+        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
+        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "AnthropicMessages")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
@@ -369,11 +373,16 @@ class AnthropicSpec(VendorSpec):
     type: Literal["anthropic"]
     max_tokens: PositiveInt | None = None
     anthropic_version: str | None = None
+    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> AnthropicMessages:
         return AnthropicMessages(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(max_tokens=self.max_tokens, anthropic_version=self.anthropic_version),
+            **given(
+                max_tokens=self.max_tokens,
+                anthropic_version=self.anthropic_version,
+                accepts_prefill=self.accepts_prefill,
+            ),
         )

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator import PROGRESS
-from orchestrator.config.spec import BuildContext, given
+from orchestrator.config.spec import BuildContext, Flag, given
 from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
@@ -39,6 +39,7 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_openai_error, short
+from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import (
     MAX_TOOL_CALLS,
@@ -66,6 +67,9 @@ class OpenAIChat(VendorProvider):
     ``/chat/completions``). ``max_tokens_param="max_completion_tokens"`` for
     OpenAI reasoning models that refuse ``max_tokens``. The key travels only
     over https or to loopback unless ``allow_insecure_http=True``.
+    ``accepts_prefill=True`` for a server that continues a trailing assistant
+    message (a mid-stream rescue is otherwise asked for as a user turn:
+    :mod:`providers.http.prefill`).
     """
 
     reports_progress = True  # every stream event is progress (engine.deadlines)
@@ -78,9 +82,11 @@ class OpenAIChat(VendorProvider):
         *,
         base_url: str = "https://api.openai.com/v1",
         max_tokens_param: str = "max_tokens",
+        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
+        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "OpenAIChat")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "
@@ -311,11 +317,12 @@ class OpenAISpec(VendorSpec):
     key_env = OpenAIChat.env_vars[0]
     type: Literal["openai"]
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> OpenAIChat:
         return OpenAIChat(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(max_tokens_param=self.max_tokens_param),
+            **given(max_tokens_param=self.max_tokens_param, accepts_prefill=self.accepts_prefill),
         )

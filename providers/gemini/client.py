@@ -88,6 +88,7 @@ class GeminiGenerate(VendorProvider):
     """
 
     reports_progress = True  # every stream event is progress (engine.deadlines)
+    accepts_prefill = False  # a trailing model turn is answered, not continued (http.prefill)
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

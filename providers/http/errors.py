@@ -30,6 +30,7 @@ from orchestrator.errors import (
     InvalidRequest,
     ModelNotFound,
     Overloaded,
+    PrefillUnsupported,
     ProviderError,
     ProviderTimeout,
     QuotaExhausted,
@@ -45,6 +46,7 @@ from providers.http.retry_after import finite_seconds, header, parse_retry_after
 __all__ = [
     "CONTEXT_WINDOW",
     "ERROR_CODES",
+    "PREFILL_REFUSED",
     "STATUS_CLASSES",
     "code_class",
     "error_fields",
@@ -111,6 +113,9 @@ CONTEXT_WINDOW = re.compile(
     r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)",
     re.IGNORECASE | re.DOTALL,
 )
+
+#: How Anthropic words "this model takes no assistant prefill" (a 400).
+PREFILL_REFUSED = re.compile(r"prefill|final assistant content|end with a user message", re.I)
 
 _DEFAULT_TEXT: Mapping[type[ProviderError], str] = MappingProxyType(
     {
@@ -305,6 +310,8 @@ def map_anthropic_error(
         decided = QuotaExhausted
     elif decided is None and code in (400, 413) and CONTEXT_WINDOW.search(raw):
         decided = ContextWindowExceeded
+    elif code == 400 and PREFILL_REFUSED.search(raw):
+        decided = PrefillUnsupported
     if decided is not None:
         return _decided(decided, message, provider=provider, status=status)
     err = map_status(code, headers, message, provider=provider)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import FallbackAgent
+from orchestrator import FallbackAgent, FallbackError
 from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
 
 KEY = "sk-test-0123456789"
@@ -40,3 +40,62 @@ async def test_a_broken_stream_is_continued_by_default(fault: str) -> None:
         assert s.result.handled_by == secondary.name
         sent = sim.requests("anthropic")[0]["body"]["messages"]
         assert sent[-1] == {"role": "assistant", "content": delivered.rstrip()}
+
+
+async def test_a_cut_stream_continues_on_a_model_that_refuses_prefill() -> None:
+    """Issue 17 item 21: Claude 4.6 refuses a prefill. Its provider says so by default
+    (``accepts_prefill`` False), so the rescue asks for the rest in a user turn."""
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", FAULTS["cut"])
+        sim.set_default("anthropic", Fault.no_prefill(Fault.ok(" and the rest")))
+        primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+        claude = AnthropicMessages("claude-opus-4-6", base_url=sim.anthropic_url, api_key=KEY)
+        assert claude.accepts_prefill is False
+        agent = FallbackAgent([primary, claude], max_retries=0)
+        async with agent.stream("write") as s:
+            chunks = [c async for c in s]
+        text = "".join(chunks)
+        delivered = text.removesuffix(" and the rest")
+        assert delivered != text and s.result.text == text
+        sent = sim.requests("anthropic")[0]["body"]["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+        assert sent[1]["content"] == delivered and "continue" in sent[2]["content"].lower()
+
+
+async def test_a_refused_prefill_never_masks_the_original_failure() -> None:
+    """A provider wrongly said to take a prefill answers 400: handed over (not a terminal
+    InvalidRequest that ends the run as the caller's error), and when the rescue fails the
+    caller's error starts with the original mid-stream failure."""
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", FAULTS["cut"])
+        sim.set_default("anthropic", Fault.no_prefill())
+        primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+        claude = AnthropicMessages(
+            "claude-opus-4-6", base_url=sim.anthropic_url, api_key=KEY, accepts_prefill=True
+        )
+        agent = FallbackAgent([primary, claude], max_retries=0)
+        with pytest.raises(FallbackError) as caught:
+            async with agent.stream("write") as s:
+                async for _ in s:
+                    pass
+        kinds = [type(a.error).__name__ for a in caught.value.attempts]
+        assert kinds == ["StreamInterrupted", "PrefillUnsupported"]
+        message = str(caught.value)
+        assert message.index("StreamInterrupted") < message.index("PrefillUnsupported")
+
+
+@pytest.mark.parametrize(
+    ("model", "takes"),
+    [
+        ("claude-haiku-4-5", True),
+        ("claude-opus-4-20250514", True),
+        ("claude-3-5-sonnet-20241022", True),
+        ("claude-opus-4-6", False),
+        ("claude-sonnet-4-6-20260101", False),
+        ("claude-opus-5", False),
+    ],
+)
+def test_which_models_take_a_prefill_by_default(model: str, takes: bool) -> None:
+    assert AnthropicMessages(model, api_key=KEY).accepts_prefill is takes
+    assert OpenAIChat("gpt-sim", api_key=KEY).accepts_prefill is False
+    assert OpenAIChat("vllm-model", api_key=KEY, accepts_prefill=True).accepts_prefill is True
