@@ -7,6 +7,8 @@ already delivered and the caller gets one whole answer.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from orchestrator import FallbackAgent, FallbackError
@@ -99,3 +101,28 @@ def test_which_models_take_a_prefill_by_default(model: str, takes: bool) -> None
     assert AnthropicMessages(model, api_key=KEY).accepts_prefill is takes
     assert OpenAIChat("gpt-sim", api_key=KEY).accepts_prefill is False
     assert OpenAIChat("vllm-model", api_key=KEY, accepts_prefill=True).accepts_prefill is True
+
+
+async def test_many_cut_streams_in_flight_each_get_their_own_whole_answer() -> None:
+    """100 concurrent streams, each cut mid-answer and continued: every caller gets its
+    own delivered text plus the continuation (no prefix crosses between streams)."""
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", Fault.cut_stream(after=2, how="abort"))
+        sim.set_default("anthropic", Fault.ok(" and the rest"))
+        primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+        secondary = AnthropicMessages("claude-sim", base_url=sim.anthropic_url, api_key=KEY)
+        agent = FallbackAgent([primary, secondary], max_retries=0)
+
+        async def one(i: int) -> tuple[str, str]:
+            async with agent.stream(f"{i:03d} " + "x" * 30) as s:  # 2/3 of it is delivered
+                text = "".join([c async for c in s])
+            return text, s.result.text
+
+        outcomes = await asyncio.gather(*(one(i) for i in range(100)))
+        for i, (text, result) in enumerate(outcomes):
+            delivered = text.removesuffix(" and the rest")
+            assert text == result and delivered != text
+            assert delivered.startswith(f"sim-openai: {i:03d} ")  # its own text
+        sent = [r["body"]["messages"][-1]["content"] for r in sim.requests("anthropic")]
+        expected = [t.removesuffix(" and the rest").rstrip() for t, _ in outcomes]
+        assert sorted(sent) == sorted(expected)
