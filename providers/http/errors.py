@@ -40,13 +40,13 @@ from orchestrator.errors import (
     UnusableError,
 )
 from orchestrator.secrets import redact_url
+from providers.http.prefill import PREFILL_REFUSED
 from providers.http.redact import Redacted, Secrets, redacted, short
 from providers.http.retry_after import finite_seconds, header, parse_retry_after, retry_hint
 
 __all__ = [
     "CONTEXT_WINDOW",
     "ERROR_CODES",
-    "PREFILL_REFUSED",
     "STATUS_CLASSES",
     "code_class",
     "error_fields",
@@ -113,9 +113,6 @@ CONTEXT_WINDOW = re.compile(
     r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)",
     re.IGNORECASE | re.DOTALL,
 )
-
-#: How Anthropic words "this model takes no assistant prefill" (a 400).
-PREFILL_REFUSED = re.compile(r"prefill|final assistant content|end with a user message", re.I)
 
 _DEFAULT_TEXT: Mapping[type[ProviderError], str] = MappingProxyType(
     {

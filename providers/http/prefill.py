@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["accepts_prefill", "prefill_default"]
+__all__ = ["PREFILL_REFUSED", "accepts_prefill", "prefill_default"]
+
+#: How Anthropic words "this model takes no assistant prefill" (a 400: ``PrefillUnsupported``).
+PREFILL_REFUSED = re.compile(r"prefill|final assistant content|end with a user message", re.I)
 
 #: ``claude-<family>-<major>[-<minor>]``; a minor of more than two digits is a date.
 _CLAUDE = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d{1,2})(?:[-.](\d{1,2})(?!\d))?")
