@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from orchestrator.clock import Clock, SystemClock
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.classify import only
+    from orchestrator.engine.deadlines import DEFAULT_IDLE_TIMEOUT, PROGRESS
     from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "errors": "orchestrator.errors",
     "REASONS": "orchestrator.types",
+    "DEFAULT_IDLE_TIMEOUT": "orchestrator.engine.deadlines",
+    "PROGRESS": "orchestrator.engine.deadlines",
     "Attempt": "orchestrator.types",
     "Clock": "orchestrator.clock",
     "SystemClock": "orchestrator.clock",
@@ -79,6 +82,8 @@ _LAZY = {
 }
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "PROGRESS",
     "REASONS",
     "Attempt",
     "Clock",

@@ -30,6 +30,7 @@ otherwise the run stops and the error is raised), ``counts_for_health``
         │   │   ├── QuotaExhausted     402, quota or billing exhausted
         │   │   ├── ContextWindowExceeded  413, prompt too long for this model (not counted)
         │   │   ├── ToolsUnsupported   the request has tools this provider cannot take
+        │   │   ├── PrefillUnsupported a continuation's assistant prefill refused (400)
         │   │   ├── NotInstalled       a CLI binary is missing
         │   │   └── CircuitOpen        skipped: the provider's circuit is open (not counted)
         │   ├── InvalidOutput          reply malformed or off-schema: retry, then fall over
@@ -72,6 +73,7 @@ __all__ = [
     "ModelNotFound",
     "NotInstalled",
     "Overloaded",
+    "PrefillUnsupported",
     "ProviderError",
     "ProviderTimeout",
     "QuotaExhausted",
@@ -274,6 +276,16 @@ class ContextWindowExceeded(UnusableError):
 class ToolsUnsupported(UnusableError):
     """The request carries tools and this provider cannot take them: skipped without a
     request (the next child is asked). Not counted for health."""
+
+    counts_for_health = False
+    reason = "unsupported"
+
+
+class PrefillUnsupported(UnusableError):
+    """The model refuses a request ending in an assistant message (a prefill), as recent
+    Claude models do: a continuation sent there as a prefill is handed over at once, so
+    the run's error still starts with the failure that needed the continuation. Not
+    counted for health: the request's shape, not the provider, failed."""
 
     counts_for_health = False
     reason = "unsupported"

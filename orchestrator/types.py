@@ -211,7 +211,6 @@ class Response:
 
 
 # -- the record of one call ---------------------------------------------------
-
 #: Why a child was left (``Attempt.reason``): the documented set.
 REASONS = frozenset(
     {
@@ -228,6 +227,7 @@ REASONS = frozenset(
         "unsupported",
         "context_window",
         "hedge_lost",
+        "cancelled",
     }
 )
 

@@ -13,7 +13,8 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
-from orchestrator.config.spec import BuildContext, PositiveInt, given
+from orchestrator import PROGRESS
+from orchestrator.config.spec import BuildContext, Flag, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
@@ -27,6 +28,7 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_anthropic_error
+from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
 
@@ -59,9 +61,11 @@ class AnthropicMessages(VendorProvider):
     ``AnthropicMessages("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY`` at call
     time; ``max_tokens`` is used when the request does not set one (the API
     requires it). The key goes in ``x-api-key``, only over https or to loopback
-    unless ``allow_insecure_http=True``.
+    unless ``allow_insecure_http=True``. ``accepts_prefill`` defaults by model
+    (Claude 4.6 and later refuse one: :mod:`providers.http.prefill`).
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "anthropic"
     env_vars = ("ANTHROPIC_API_KEY",)
 
@@ -72,9 +76,11 @@ class AnthropicMessages(VendorProvider):
         base_url: str = "https://api.anthropic.com",
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
+        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
+        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "AnthropicMessages")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
@@ -164,39 +170,49 @@ class AnthropicMessages(VendorProvider):
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text (or, for structured output, tool-input JSON) and tool-call deltas,
-        then the Response.
+        :data:`~orchestrator.PROGRESS` for every other event but ``ping``, and the
+        Response as soon as ``message_delta`` gives the stop reason (the content is
+        complete; ``message_stop`` is still read, and its absence changes nothing).
 
-        Ends cleanly only on ``message_stop``; otherwise ``StreamInterrupted``.
-        An ``error`` event is mapped like an HTTP error of its type.
+        Without a stop reason, ends cleanly only on ``message_stop``; otherwise
+        ``StreamInterrupted``. An ``error`` event is mapped like an HTTP error of its type.
         """
         payload, prefill, answer = self.payload(request, stream=True)
         state = _StreamState(answer, prefill)
-        done = False
+        done, kind = False, None
         try:
             async for event in self.post_events(self._url, payload):
                 data = await self.event_json(event)
                 kind = data.get("type", event.event) if isinstance(data, Mapping) else None
-                if kind == "message_stop":
-                    done = True
+                if kind == "message_stop" or done:
                     break
                 if kind == "error":
                     raise map_anthropic_error(
                         None, {}, data, provider=self.name, key=self.secrets()
                     )
+                if kind == "ping":
+                    continue  # a keep-alive: no progress
                 item = self.parsed(state.read, kind, data)
                 if kind == "message_delta" and state.stop == "refusal":
                     raise _refusal(self.name)
-                if item:
-                    yield item
+                yield item or PROGRESS
+                if kind == "message_delta" and state.stop is not None:
+                    done = True
+                    yield self._final(state, answer)
             if not done:
-                raise self.unfinished(state.parts, "message_stop")
-            if answer is not None and not state.parts and not state.calls:
-                raise self.empty_stream("tool input (structured output)")
-            calls = self.parsed(state.calls.calls)
+                yield self._final(state, answer, ended=kind == "message_stop")
         except InvalidOutput as error:
             self.bill(error, state.usage())  # the usage seen so far
             raise
-        yield self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
+
+    def _final(self, state: _StreamState, answer: str | None, ended: bool = True) -> Response:
+        """The Response of a stream whose content is complete (``ended``: its end was seen)."""
+        if not ended:
+            raise self.unfinished(state.parts, "message_stop")
+        if answer is not None and not state.parts and not state.calls:
+            raise self.empty_stream("tool input (structured output)")
+        calls = self.parsed(state.calls.calls)
+        return self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
 
 
 _NONE: Any = object()
@@ -357,11 +373,16 @@ class AnthropicSpec(VendorSpec):
     type: Literal["anthropic"]
     max_tokens: PositiveInt | None = None
     anthropic_version: str | None = None
+    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> AnthropicMessages:
         return AnthropicMessages(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(max_tokens=self.max_tokens, anthropic_version=self.anthropic_version),
+            **given(
+                max_tokens=self.max_tokens,
+                anthropic_version=self.anthropic_version,
+                accepts_prefill=self.accepts_prefill,
+            ),
         )

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
-from orchestrator.config.spec import BuildContext, given
+from orchestrator import PROGRESS
+from orchestrator.config.spec import BuildContext, Flag, given
 from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
@@ -38,6 +39,7 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_openai_error, short
+from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import (
     MAX_TOOL_CALLS,
@@ -65,8 +67,12 @@ class OpenAIChat(VendorProvider):
     ``/chat/completions``). ``max_tokens_param="max_completion_tokens"`` for
     OpenAI reasoning models that refuse ``max_tokens``. The key travels only
     over https or to loopback unless ``allow_insecure_http=True``.
+    ``accepts_prefill=True`` for a server that continues a trailing assistant
+    message (a mid-stream rescue is otherwise asked for as a user turn:
+    :mod:`providers.http.prefill`).
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "openai"
     env_vars = ("OPENAI_API_KEY",)
 
@@ -76,9 +82,11 @@ class OpenAIChat(VendorProvider):
         *,
         base_url: str = "https://api.openai.com/v1",
         max_tokens_param: str = "max_tokens",
+        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
+        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "OpenAIChat")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "
@@ -181,7 +189,10 @@ class OpenAIChat(VendorProvider):
         return items, saw, finish
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
-        """Yield text and tool-call deltas as they arrive, then the final Response.
+        """Yield text and tool-call deltas as they arrive (:data:`~orchestrator.PROGRESS`
+        for a chunk with neither), then the final Response: as soon as the
+        ``finish_reason`` and the usage have come (the content is complete; ``[DONE]``
+        is still read, and its absence changes nothing), else at the end.
 
         Ends cleanly only on ``data: [DONE]`` or a ``finish_reason``; otherwise
         ``StreamInterrupted``.
@@ -191,10 +202,10 @@ class OpenAIChat(VendorProvider):
         usage: Usage | None = None
         model: str | None = None
         finish: str | None = None
-        done = saw_choice = False
+        done = sent = saw_choice = False
         try:
             async for event in self.post_events(self._url, self.payload(request, stream=True)):
-                if event.data == "[DONE]":
+                if event.data == "[DONE]" or sent:
                     done = True
                     break
                 chunk = await self.stream_event(event)
@@ -208,6 +219,15 @@ class OpenAIChat(VendorProvider):
                     else:
                         self.parsed(calls.add, item)
                     yield item
+                if not items:
+                    yield PROGRESS
+                if finish is not None and usage is not None and saw_choice:
+                    sent = True  # the content is complete: the Response goes out now
+                    yield self.response(
+                        "".join(parts), usage, model, finish, self.parsed(calls.calls)
+                    )
+            if sent:
+                return
             if not done and finish is None:
                 raise self.unfinished(parts, "finish_reason or [DONE]")
             if not saw_choice:
@@ -297,11 +317,12 @@ class OpenAISpec(VendorSpec):
     key_env = OpenAIChat.env_vars[0]
     type: Literal["openai"]
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
+    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> OpenAIChat:
         return OpenAIChat(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(max_tokens_param=self.max_tokens_param),
+            **given(max_tokens_param=self.max_tokens_param, accepts_prefill=self.accepts_prefill),
         )

@@ -79,7 +79,7 @@ class AgentSpec(PolicySpec):
     hedge_after: PositiveFloat | str | None = None  # seconds or "p95": FallbackAgent checks
     max_hedges: PositiveInt = 1
     schema_retries: NonNegativeInt | None = None
-    mid_stream: Literal["raise", "continue"] = "raise"
+    mid_stream: Literal["raise", "continue"] = "continue"
     escalate_on_guardrail: Flag = False
     tracing: Flag = True  # OpenTelemetry spans for this agent (when an SDK is installed)
     capture_content: Flag = False  # prompts and replies on its spans: opt-in

@@ -108,7 +108,7 @@ class FallbackAgent(KeywordChecked):
         on_retry: OnRetry | None = None,
         before_fallback: BeforeFallback | None = None,
         best_effort: BestEffort | None = None,
-        mid_stream: MidStream = "raise",
+        mid_stream: MidStream = "continue",
         health: HealthStore | bool | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,

@@ -7,6 +7,7 @@ single call, used alike by the run's first try of a child and by the retry loop.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
@@ -180,6 +181,11 @@ async def attempt(
                 error = _timeout_error(run, child.name, clock.now())
     except Exception as e:
         error = e
+    except asyncio.CancelledError:
+        if run.delivery.left:  # the consumer left the stream: the call it cut is on record
+            cut = Attempt(child.name, None, number, wall, clock.now() - t0, "cancelled")
+            run.log.add(cut)  # (its span, if any, is closed as cut short by the run's end)
+        raise
     duration = clock.now() - t0
     if error is None:
         if isinstance(response, Response):

@@ -1,11 +1,23 @@
-"""Deadlines that see inside a call: the first content, and every gap between content.
+"""Deadlines that see inside a call: the first content, and every gap without progress.
 
 A provider's ``first_token_timeout`` bounds the time from the start of a call to
-its first content; its ``idle_timeout`` bounds each gap after that (between
-content, and from the last content to the end of the stream). Content is a
-non-empty text chunk or a :class:`~orchestrator.types.ToolCallDelta`; keep-alive
-comments and pings never reach the engine as content (the SSE layer and the
-vendor parsers drop them), so they do not reset either deadline.
+its first content; its ``idle_timeout`` bounds each gap after that without
+progress. Content is a non-empty text chunk or a
+:class:`~orchestrator.types.ToolCallDelta`. Progress is content or any protocol
+event that says the stream moves (a block or message boundary, usage, the end):
+vendor parsers yield :data:`PROGRESS` for those. Keep-alives (SSE comments,
+Anthropic's ``ping``; a plain ``""``) are neither, so they reset no deadline.
+
+Streams are watched by default: a streamed run's vendor providers
+(``reports_progress``) that set no idle deadline get :data:`DEFAULT_IDLE_TIMEOUT`,
+so a stall with the connection open is seen without waiting for the whole
+attempt's timeout. ``run`` is not
+streamed for that default; it streams only for deadlines a user set.
+
+A provider may yield its final Response as soon as its content is complete
+(Anthropic's ``message_delta`` with the stop reason): the rest of the stream (its
+tail) is still read, under the idle deadline, but a tail that stalls or fails
+changes nothing: the complete answer stands.
 
 The engine, not each provider, keeps this watch: a child with either deadline
 (its own attribute, else the :class:`~orchestrator.FallbackAgent` default) is
@@ -26,11 +38,38 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.clock import Clock
-from orchestrator.errors import FirstTokenTimeout, StreamInterrupted, StreamStalled
+from orchestrator.errors import FirstTokenTimeout, ProviderError, StreamInterrupted, StreamStalled
 from orchestrator.types import Request, Response, ToolCallDelta
 from orchestrator.units import Seconds, seconds_or_none
 
-__all__ = ["Watch", "Watched", "assemble", "is_content", "watched"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "PROGRESS",
+    "Watch",
+    "Watched",
+    "assemble",
+    "is_content",
+    "watched",
+]
+
+DEFAULT_IDLE_TIMEOUT = 20.0
+"""Seconds without progress after the first content before a streamed call is stalled,
+for children and agents that set no ``idle_timeout``. Every protocol event counts, so
+a healthy stream's gaps are those between tokens (well under a second; a server-side
+tool or a loaded server: a few seconds); 20 s cannot cut it, and still sees a stall
+10 s before a 30 s attempt timeout would."""
+
+
+class _Progress(str):
+    """The type of :data:`PROGRESS` (an empty ``str``, so text consumers skip it)."""
+
+    __slots__ = ()
+
+
+PROGRESS: str = _Progress()
+"""Yielded by a provider's ``stream`` for a protocol event that carries progress but no
+text (a block or message boundary, usage, the stop reason): it resets the idle
+deadline. An empty string; compared by identity (a plain ``""`` is a keep-alive)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +78,9 @@ class Watch:
 
     first_token: float | None = None
     idle: float | None = None
+    #: Whether ``run`` streams to keep the watch (False: only the default idle deadline,
+    #: which watches streamed runs; ``run`` calls ``complete`` as it would unwatched).
+    for_run: bool = True
 
     @classmethod
     def of(cls, first_token: Seconds | None, idle: Seconds | None, owner: str) -> Watch | None:
@@ -57,8 +99,12 @@ def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
     """What the engine calls for ``provider``: itself, or a :class:`Watched` view of it.
 
     The provider's own ``first_token_timeout`` / ``idle_timeout`` win, each on its
-    own; ``default`` (the agent's) fills the ones it leaves ``None``. A provider
-    without ``stream`` is returned as it is: only the overall timeout applies.
+    own; ``default`` (the agent's) fills the ones it leaves ``None``, and
+    :data:`DEFAULT_IDLE_TIMEOUT` the idle one left then, for a provider whose
+    ``reports_progress`` is true (the vendor providers: every protocol event says the
+    stream moves, so a gap is a stall; a function's gaps may be its own work), for
+    streamed runs only unless a deadline was set. A provider without ``stream`` is
+    returned as it is: only the overall timeout applies.
     """
     if not callable(getattr(provider, "stream", None)):
         return provider
@@ -71,6 +117,8 @@ def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
     own, default = own or Watch(), default or Watch()
     ft = default.first_token if own.first_token is None else own.first_token
     idle = default.idle if own.idle is None else own.idle
+    if idle is None and getattr(provider, "reports_progress", False) is True:
+        return Watched(provider, Watch(ft, DEFAULT_IDLE_TIMEOUT, for_run=ft is not None), clock)
     if ft is None and idle is None:
         return provider
     return Watched(provider, Watch(ft, idle), clock)
@@ -96,7 +144,11 @@ class Watched:
         return self.provider
 
     async def complete(self, request: Request) -> Response:
-        """The provider's reply, streamed under the deadlines and assembled."""
+        """The provider's reply, streamed under the deadlines and assembled (or, under
+        the default idle deadline alone, its own ``complete``)."""
+        if not self.watch.for_run:
+            response: Response = await self.provider.complete(request)
+            return response
         return await assemble(self.stream(request), self.name)
 
     async def stream(self, request: Request) -> AsyncIterator[Any]:
@@ -105,16 +157,25 @@ class Watched:
         agen = self.provider.stream(request)
         chunks = 0
         deadline = None if watch.first_token is None else clock.now() + watch.first_token
+        complete = False  # the final Response came: what follows is the stream's tail
         async with contextlib.aclosing(agen):
             while True:
                 try:
                     item = await self._next(agen, deadline, chunks)
                 except StopAsyncIteration:
                     return
+                except ProviderError:
+                    if complete:
+                        return  # the tail stalled or failed: the complete answer stands
+                    raise
                 if isinstance(item, Response):
-                    deadline = None
+                    complete = True
                 elif is_content(item):
                     chunks += 1
+                elif item is not PROGRESS:
+                    yield item  # a keep-alive (or anything else): no deadline moves
+                    continue
+                if chunks or complete:  # the first deadline runs to the first content
                     deadline = None if watch.idle is None else clock.now() + watch.idle
                 yield item
 

@@ -15,7 +15,15 @@ from typing import Any, Literal
 from orchestrator.errors import Rejected, StreamInterrupted
 from orchestrator.types import Message, Request, Response, ToolCallDelta
 
-__all__ = ["BUFFERED", "PREFIX_CHARS", "Buffered", "Delivery", "Streamed"]
+__all__ = [
+    "BUFFERED",
+    "CONTINUE_ASK",
+    "PREFIX_CHARS",
+    "Buffered",
+    "Delivery",
+    "Streamed",
+    "takes_prefill",
+]
 
 #: Request metadata key: how many streamed chars the hand-over request already carries
 #: as its trailing assistant message (so the hook's redaction of them is kept).
@@ -26,6 +34,9 @@ class Buffered:
     """The reply is delivered whole, with the Result: nothing leaves before the run ends."""
 
     __slots__ = ()
+
+    #: Whether the consumer left before the run ended (a stream only: see :class:`Streamed`).
+    left = False
 
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One call of ``child`` (its ``complete``)."""
@@ -57,17 +68,20 @@ class Streamed:
 
     ``"raise"``: the failure ends the run. ``"continue"``: the next attempt (or
     child) is asked to continue from the text already delivered, sent as the
-    assistant's prefix, so the consumer never sees text twice. Only text is
+    assistant's prefix (or, to a provider whose ``accepts_prefill`` is false, that
+    turn and a user turn asking to continue it), so the consumer never sees text twice. Only text is
     continued: tool-call deltas never reach ``sink`` (the Result carries the
     assembled calls), and a failure after text once a tool call had started is
     committed, since no provider can resume a call half made.
     """
 
-    __slots__ = ("delivered", "mode", "on_chunk", "sink", "source", "tool_started")
+    __slots__ = ("delivered", "left", "mode", "on_chunk", "sink", "source", "tool_started")
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
+        #: The consumer left before the run ended: the call it cut is recorded as cancelled.
+        self.left = False
         #: Told of the next attempt's first chunk (telemetry: time to first chunk), then unset.
         self.on_chunk: Callable[[], None] | None = None
         self.tool_started = False  # the current attempt streamed a tool-call delta
@@ -77,7 +91,7 @@ class Streamed:
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked."""
         if self.delivered and self.mode == "continue":
-            request = self._with_prefix(request)
+            request = self._with_prefix(request, takes_prefill(child))
         return self._stream(child, request)
 
     def for_hook(self, request: Request) -> Request:
@@ -108,7 +122,10 @@ class Streamed:
             self.delivered.append(text)
             self.sink.put_nowait(text)
 
-    def _with_prefix(self, request: Request) -> Request:
+    def _with_prefix(self, request: Request, prefill: bool) -> Request:
+        """The request continuing the delivered text: as the assistant's prefix (a
+        prefill), or for a provider that takes none, that turn then a user turn asking
+        to continue it exactly (:data:`CONTINUE_ASK`)."""
         text = "".join(self.delivered)
         seen = request.metadata.get(PREFIX_CHARS)
         msgs = list(request.messages)
@@ -118,6 +135,8 @@ class Streamed:
             msgs[-1] = Message("assistant", msgs[-1].content + text[seen:])
         else:
             msgs.append(Message("assistant", text))
+        if not prefill:
+            msgs.append(Message("user", CONTINUE_ASK))
         return request.replace(messages=msgs)
 
     def _first_chunk(self) -> None:
@@ -158,3 +177,23 @@ class Streamed:
 
 
 Delivery = Buffered | Streamed
+
+#: The user turn that asks a provider taking no prefill to continue a cut answer.
+CONTINUE_ASK = (
+    "Your answer above was cut off. Continue it exactly from where it stops: reply with "
+    "only the text that comes next, without repeating any of it or adding anything before it."
+)
+
+
+def takes_prefill(child: Any) -> bool:
+    """Whether ``child`` (a provider, or a view of one: deadlines, a hedge lane) continues
+    a trailing assistant message; a provider that does not say is assumed to."""
+    for _ in range(8):  # views wrap views; bounded
+        said = getattr(child, "accepts_prefill", None)
+        if isinstance(said, bool):
+            return said
+        inner = getattr(child, "wrapped", None)
+        if inner is None or inner is child:
+            break
+        child = inner
+    return True

@@ -77,16 +77,29 @@ class StreamRun:
     async def __aexit__(self, *exc_info: object) -> None:
         task = self._task
         if task is not None and not task.done():
+            if self._delivery is not None:
+                self._delivery.left = True
             await cancel_and_wait(task)  # the consumer's own cancellation still propagates
         elif task is not None and not task.cancelled():
             task.exception()  # mark retrieved: the consumer already saw it or left early
 
     @property
     def result(self) -> Result:
-        """The final Result, once the stream has ended successfully."""
-        if self._task is None or not self._task.done():
+        """The final Result, once the stream has ended successfully.
+
+        ``RuntimeError`` before the stream ended, or when the consumer left it early
+        (the run was cancelled: its attempts, the cut call included, are in
+        :attr:`attempts`); the run's own error when it failed.
+        """
+        task = self._task
+        if task is None or not task.done():
             raise RuntimeError("StreamRun.result: the stream has not finished yet")
-        return self._task.result()
+        if task.cancelled():  # not the caller's cancellation: the stream was left early
+            raise RuntimeError(
+                "StreamRun.result: the stream was left before it finished, so there is no "
+                "result (s.attempts holds the calls made)"
+            )
+        return task.result()
 
     @property
     def answering(self) -> str | None:

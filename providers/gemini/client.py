@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
+from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
@@ -86,6 +87,8 @@ class GeminiGenerate(VendorProvider):
     in the URL), only over https or to loopback unless ``allow_insecure_http=True``.
     """
 
+    reports_progress = True  # every stream event is progress (engine.deadlines)
+    accepts_prefill = False  # a trailing model turn is answered, not continued (http.prefill)
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -163,7 +166,9 @@ class GeminiGenerate(VendorProvider):
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text as it arrives (and each function call, whole, as one tool-call
-        delta), then the final Response.
+        delta; :data:`~orchestrator.PROGRESS` for a chunk with neither), then the final
+        Response as soon as a chunk carries ``finishReason`` (the content is complete:
+        the body's end is still read, and a late one changes nothing).
 
         Ends cleanly only when a chunk carries ``finishReason``; otherwise
         ``StreamInterrupted``.
@@ -176,27 +181,43 @@ class GeminiGenerate(VendorProvider):
         saw_content = False
         try:
             async for event in self.post_events(self._stream_url, self.payload(request)):
+                if finish is not None:
+                    break  # after the Response: nothing more is read
                 data = await self.stream_event(event)
                 self.parsed(self._check_blocked, data)
                 usage = self.parsed(_usage, data) or usage
                 model = data.get("modelVersion") or model
-                text, chunk_finish, found = self.parsed(_first_candidate, data, len(calls))
+                text, finish, found = self.parsed(_first_candidate, data, len(calls))
                 saw_content = saw_content or text is not None
-                finish = chunk_finish or finish
                 if text:
                     parts.append(text)
                     yield text
                 for call in found:
                     calls.append(call)
                     yield ToolCallDelta(len(calls) - 1, call.id, call.name, arguments_json(call))
+                if not text and not found:
+                    yield PROGRESS
+                if finish is not None:
+                    yield self._final(parts, usage, model, finish, calls, saw_content)
             if finish is None:
                 raise self.unfinished(parts, "finishReason")
-            if not saw_content:
-                raise self.empty_stream("candidates[0].content")
         except InvalidOutput as error:
             self.bill(error, usage)  # the usage seen so far
             raise
-        yield self.response("".join(parts), usage, model, finish, tuple(calls))
+
+    def _final(
+        self,
+        parts: list[str],
+        usage: Usage | None,
+        model: str | None,
+        finish: str,
+        calls: list[ToolCall],
+        saw_content: bool,
+    ) -> Response:
+        """The Response of a stream that gave its ``finishReason``."""
+        if not saw_content:
+            raise self.empty_stream("candidates[0].content")
+        return self.response("".join(parts), usage, model, finish, tuple(calls))
 
 
 # -- the chain file's ``type: gemini`` ---------------------------------------------

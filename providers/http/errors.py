@@ -30,6 +30,7 @@ from orchestrator.errors import (
     InvalidRequest,
     ModelNotFound,
     Overloaded,
+    PrefillUnsupported,
     ProviderError,
     ProviderTimeout,
     QuotaExhausted,
@@ -39,6 +40,7 @@ from orchestrator.errors import (
     UnusableError,
 )
 from orchestrator.secrets import redact_url
+from providers.http.prefill import PREFILL_REFUSED
 from providers.http.redact import Redacted, Secrets, redacted, short
 from providers.http.retry_after import finite_seconds, header, parse_retry_after, retry_hint
 
@@ -305,6 +307,8 @@ def map_anthropic_error(
         decided = QuotaExhausted
     elif decided is None and code in (400, 413) and CONTEXT_WINDOW.search(raw):
         decided = ContextWindowExceeded
+    elif code == 400 and PREFILL_REFUSED.search(raw):
+        decided = PrefillUnsupported
     if decided is not None:
         return _decided(decided, message, provider=provider, status=status)
     err = map_status(code, headers, message, provider=provider)

@@ -186,6 +186,13 @@ class Fault:
         maximum", Gemini "The input token count (N) exceeds the maximum ...")."""
         return Fault("context_too_long", status_code=400)
 
+    @staticmethod
+    def no_prefill(then: Fault | None = None) -> Fault:
+        """A model that refuses an assistant prefill, as Claude 4.6 and later do: a request
+        ending in an assistant message gets a 400 (Anthropic's words on that route, a bad
+        request elsewhere); any other does ``then`` (default ``Fault.ok()``)."""
+        return Fault("no_prefill", status_code=400, then=then or Fault.ok())
+
     # -- time and chance --------------------------------------------------------
 
     @staticmethod
@@ -368,6 +375,7 @@ _FACTORIES: dict[str, Any] = {
     for name in (
         "ok",
         "content_filter",
+        "no_prefill",
         *_ERROR_FACTORIES,
         "hang",
         "delay",

@@ -222,6 +222,13 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
     if kind in ERROR_KINDS:
         _error(ex, wire, call, fault)
         return None
+    if kind == "no_prefill":
+        assert fault.then is not None
+        if not _ends_with_assistant(call.body):
+            return respond(ex, wire, call, fault.then)
+        render = "no_prefill" if wire.route == "anthropic" else "bad_request"
+        send_json(ex, 400, wire.error(render, 400, call))
+        return None
     if kind == "delay":
         return _delayed(ex, wire, call, fault)
     if kind == "first_token":
@@ -252,6 +259,13 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
         ex.send(200, dict(_JSON_HEADERS), full[: len(full) // 2])
     return None
+
+
+def _ends_with_assistant(body: Any) -> bool:
+    """Whether a request's turns end with the assistant's (Gemini: the model's): a prefill."""
+    turns = body.get("messages") or body.get("contents") if isinstance(body, dict) else None
+    last = turns[-1] if isinstance(turns, list) and turns else None
+    return isinstance(last, dict) and last.get("role") in ("assistant", "model")
 
 
 def parse_body(raw: bytes) -> dict[str, Any] | None:

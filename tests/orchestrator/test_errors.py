@@ -59,6 +59,7 @@ MEANINGS: dict[type[BaseException], tuple[bool, bool, bool, str]] = {
     E.QuotaExhausted: (False, True, True, "unusable"),
     E.ContextWindowExceeded: (False, True, False, "context_window"),
     E.ToolsUnsupported: (False, True, False, "unsupported"),
+    E.PrefillUnsupported: (False, True, False, "unsupported"),
     E.NotInstalled: (False, True, True, "unusable"),
     E.CircuitOpen: (False, True, False, "circuit_open"),
     E.InvalidOutput: (True, True, False, "invalid_output"),

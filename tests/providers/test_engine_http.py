@@ -102,10 +102,12 @@ async def test_cut_stream_continues_on_another_vendor_without_repeating_text() -
         assert isinstance(s.attempts[0].error, StreamInterrupted)
 
 
-async def test_cut_stream_raises_by_default() -> None:
+async def test_cut_stream_raises_with_mid_stream_raise() -> None:
     async with SimulatedServer() as sim:
         sim.set_default("openai", Fault.cut_stream(after=2))
-        agent = FallbackAgent([openai(sim), FunctionProvider(lambda r: "never", name="b")])
+        agent = FallbackAgent(
+            [openai(sim), FunctionProvider(lambda r: "never", name="b")], mid_stream="raise"
+        )
         with pytest.raises(StreamInterrupted):
             async with agent.stream("write") as s:
                 async for _ in s:

@@ -24,7 +24,13 @@ from providers.simulated.wires.base import (
     split_text,
 )
 
-__all__ = ["AnthropicWire"]
+__all__ = ["NO_PREFILL", "AnthropicWire"]
+
+#: Claude 4.6 and later, given a request ending in an assistant message (a prefill).
+NO_PREFILL = (
+    "This model does not support assistant message prefill. "
+    "The conversation must end with a user message."
+)
 
 _ERRORS: dict[str, tuple[str, str]] = {
     "rate_limited": (
@@ -48,6 +54,7 @@ _ERRORS: dict[str, tuple[str, str]] = {
     ),
     "model_not_found": ("not_found_error", "model: {model}"),
     "bad_request": ("invalid_request_error", "max_tokens: Field required"),
+    "no_prefill": ("invalid_request_error", NO_PREFILL),
     "context_too_long": (
         "invalid_request_error",
         "prompt is too long: 210000 tokens > 200000 maximum",

@@ -104,3 +104,24 @@ def test_stream_is_refused_with_json_and_for_workflows(
     assert main(["run", str(chain), "--workflow", "release", "--stream", "hi"]) == 2
     err = capsys.readouterr().err
     assert "a workflow's steps answer phase by phase" in err and "-v" in err
+
+
+def test_a_healthy_stream_with_slow_tail_events_exits_0(
+    tmp_path: Path, sim: SimulatedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17 item 2: 0.2 s between Anthropic SSE events under ``idle_timeout: 0.5``
+    printed the whole answer and exited 1 (the tail events did not count as progress)."""
+    sim.reset()
+    monkeypatch.setenv("SIM", sim.url)
+    monkeypatch.setenv("K", "sk-stream-test-0123456789")
+    chain = write_chain(
+        tmp_path,
+        """
+        providers:
+          claude: {type: anthropic, model: claude-x, base_url: "${SIM}/anthropic", api_key: "${K}"}
+        agents:
+          slow: {providers: [claude], max_retries: 0, idle_timeout: 0.5}
+        """,
+    )
+    sim.set_default("anthropic", Fault.ok("the whole answer", chunks=2, interval=0.2))
+    assert main(["run", str(chain), "--agent", "slow", "--stream", "hi"]) == 0

@@ -44,8 +44,20 @@ async def test_failover_is_free_before_the_first_chunk() -> None:
     assert chunks == ["fine"] and result.handled_by == "b"  # type: ignore[attr-defined]
 
 
-async def test_mid_stream_raise_is_the_default_and_never_silent() -> None:
-    agent = FallbackAgent([gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])])
+async def test_mid_stream_continue_is_the_default() -> None:
+    """Issue 17 item 20: a stream cut mid-answer is continued by default (was "raise")."""
+    agent = FallbackAgent(
+        [gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])], max_retries=0
+    )
+    chunks, result = await collect(agent)
+    assert chunks == ["par", "tial", "x"] and result.text == "partialx"  # type: ignore[attr-defined]
+    assert agent.mid_stream == "continue"
+
+
+async def test_mid_stream_raise_is_never_silent() -> None:
+    agent = FallbackAgent(
+        [gen("a", ["par", "tial"], StreamInterrupted("cut")), gen("b", ["x"])], mid_stream="raise"
+    )
     seen: list[str] = []
     with pytest.raises(StreamInterrupted):
         async with agent.stream("x") as s:
@@ -83,7 +95,10 @@ async def test_a_stream_without_its_final_response_is_interrupted() -> None:
             yield "half"
 
     with pytest.raises(StreamInterrupted):
+        await collect(FallbackAgent([NoEnd()], mid_stream="raise"))
+    with pytest.raises(FallbackError) as err:  # continued (the default), and cut each time
         await collect(FallbackAgent([NoEnd()]))
+    assert {type(a.error) for a in err.value.attempts} == {StreamInterrupted}
 
 
 async def test_all_failed_stream_raises_fallback_error() -> None:
@@ -193,3 +208,33 @@ async def test_a_stream_says_which_provider_its_text_comes_from(clock: FakeClock
         assert s.answering is None  # nothing delivered yet
         chunks = [c async for c in s]
         assert chunks and s.answering == "b"
+
+
+async def test_result_after_leaving_early_is_a_runtime_error_with_the_attempt() -> None:
+    """Issue 17 item 16: a storm of streams left early, concurrently. Each ``s.result``
+    is the documented RuntimeError (was CancelledError in a task nobody cancelled), and
+    the call the consumer left is recorded in ``s.attempts`` (was empty)."""
+
+    async def endless(req: Request) -> AsyncIterator[str]:
+        while True:
+            yield "tick"
+            await asyncio.sleep(0)
+
+    agent = FallbackAgent([FunctionProvider(endless, name="endless")])
+
+    async def leave_early() -> tuple[str, list[str | None]]:
+        async with agent.stream("x") as s:
+            async for _ in s:
+                break
+        try:
+            _ = s.result
+        except RuntimeError as e:
+            return type(e).__name__, [a.reason for a in s.attempts]
+        except BaseException as e:  # CancelledError on main: counted, not raised
+            return type(e).__name__, [a.reason for a in s.attempts]
+        return "a result", []
+
+    outcomes = await asyncio.gather(*(leave_early() for _ in range(3000)))
+    kinds = {kind for kind, _ in outcomes}
+    assert kinds == {"RuntimeError"}
+    assert all(reasons == ["cancelled"] for _, reasons in outcomes)

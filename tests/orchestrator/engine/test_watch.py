@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
 from orchestrator import (
+    PROGRESS,
     FallbackAgent,
     FallbackError,
     Request,
@@ -15,7 +17,7 @@ from orchestrator import (
     ToolCall,
     ToolCallDelta,
 )
-from orchestrator.engine.deadlines import Watched
+from orchestrator.engine.deadlines import DEFAULT_IDLE_TIMEOUT, Watch, Watched
 from orchestrator.errors import FirstTokenTimeout, ProviderTimeout, StreamStalled
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
@@ -80,7 +82,9 @@ async def test_a_stall_after_three_chunks_is_seen_at_idle_timeout(
 
 async def test_a_stall_mid_stream_with_raise_ends_the_run(clock: FakeClock) -> None:
     stall = Paced("stall", clock, [(0.01, "a"), (0.02, HANG)])
-    agent = FallbackAgent([stall, Paced("b", clock, FAST)], idle_timeout=0.3, clock=clock)
+    agent = FallbackAgent(
+        [stall, Paced("b", clock, FAST)], idle_timeout=0.3, clock=clock, mid_stream="raise"
+    )
     async with Ticker(clock), agent.stream("hi") as s:
         got = []
         with pytest.raises(StreamStalled):
@@ -121,10 +125,32 @@ async def test_the_providers_own_deadline_wins_over_the_agents_default(clock: Fa
         assert (await agent.run("hi")).text == "late"
 
 
-def test_no_deadline_and_no_stream_call_the_provider_itself(clock: FakeClock) -> None:
-    streaming = Paced("s", clock, FAST)
+async def test_no_deadline_watches_streams_only_and_no_stream_calls_the_provider_itself(
+    clock: FakeClock,
+) -> None:
+    """With no deadline set, a streamed run of a vendor provider (``reports_progress``)
+    still sees a stall (the default idle deadline), while ``run`` calls ``complete`` as
+    before; a function's stream, or a provider without ``stream``, is called itself
+    (issue 17 item 20)."""
+    streaming = Paced("s", clock, FAST, reports_progress=True)
+    callee = FallbackAgent([streaming]).members[0].callee  # type: ignore[union-attr]
+    assert isinstance(callee, Watched)
+    assert callee.watch == Watch(None, DEFAULT_IDLE_TIMEOUT, for_run=False)
+    own = Paced("own", clock, FAST)
+    assert FallbackAgent([own]).members[0].callee is own  # type: ignore[union-attr]
+    completed: list[Request] = []
+
+    class Both(Scripted):
+        reports_progress = True
+
+        async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+            yield "never"  # pragma: no cover - run must not stream
+            yield Response("never")
+
+    both = Both("both", ["ok"])
+    both.requests = completed
+    assert (await FallbackAgent([both]).run("hi")).text == "ok" and len(completed) == 1
     plain = Scripted("plain", ["ok"])
-    assert FallbackAgent([streaming]).members[0].callee is streaming  # type: ignore[union-attr]
     agent = FallbackAgent([plain], first_token_timeout=0.5)
     assert agent.members[0].callee is plain  # type: ignore[union-attr]
 
@@ -156,3 +182,55 @@ async def test_function_provider_takes_the_deadlines(clock: FakeClock) -> None:
 def test_deadlines_are_validated_by_the_one_seconds_rule(kwargs: dict, needle: str) -> None:  # type: ignore[type-arg]
     with pytest.raises((ValueError, TypeError), match=needle):
         FallbackAgent([Scripted("a", ["ok"])], **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["run", "stream"])
+async def test_a_complete_answer_stands_when_its_tail_stalls(clock: FakeClock, mode: str) -> None:
+    """The final Response came (the content is complete); the stream's tail then stalls
+    past idle_timeout: a success, not StreamStalled (issue 17 item 2)."""
+    tail = Paced("tail", clock, [(0.01, "he"), (0.02, "llo"), (0.03, Response("hello"))])
+    tail.script.append((0.04, HANG))
+    agent = FallbackAgent([tail], idle_timeout=0.3, max_retries=0, clock=clock)
+    async with Ticker(clock):
+        if mode == "run":
+            result = await agent.run("hi")
+        else:
+            async with agent.stream("hi") as s:
+                assert [c async for c in s] == ["he", "llo"]
+            result = s.result
+    assert result.text == "hello" and result.attempts[0].ok and tail.open == 0
+
+
+async def test_progress_events_reset_the_idle_deadline_and_keep_alives_do_not(
+    clock: FakeClock,
+) -> None:
+    steps = [(0.01, "a")] + [(0.01 + 0.2 * i, PROGRESS) for i in range(1, 6)]
+    moving = Paced("moving", clock, [*steps, (1.2, "b")])
+    agent = FallbackAgent([moving], idle_timeout=0.3, max_retries=0, clock=clock)
+    async with Ticker(clock):
+        assert (await agent.run("hi")).text == "ab"
+    pinging = Paced("ping", clock, [(0.01, "a")] + [(0.01 + 0.2 * i, "") for i in range(1, 6)])
+    agent = FallbackAgent([pinging], idle_timeout=0.3, max_retries=0, clock=clock)
+    async with Ticker(clock):
+        with pytest.raises(FallbackError) as err:
+            await agent.run("hi")
+    assert isinstance(err.value.attempts[0].error, StreamStalled)
+
+
+async def test_a_stall_is_rescued_by_default_at_the_default_idle_deadline(
+    clock: FakeClock,
+) -> None:
+    """Nothing set but the chain: a vendor stream that stalls after text (pings only) is
+    left at DEFAULT_IDLE_TIMEOUT, not at its 60 s timeout, and the next child continues
+    from the delivered text (issue 17 item 20: was a hang to the timeout, then an error)."""
+    steps = [(0.01, "Hel"), (0.02, "lo")] + [(0.02 + 5.0 * i, "") for i in range(1, 12)]
+    stall = Paced("stall", clock, [*steps, (60.0, HANG)], reports_progress=True)
+    backup = Paced("backup", clock, [(0.01, " world")])
+    agent = FallbackAgent([stall, backup], max_retries=0, clock=clock)
+    async with Ticker(clock, step=0.01), agent.stream("hi") as s:
+        chunks = [c async for c in s]
+    assert "".join(chunks) == "Hello world" == s.result.text
+    first = s.result.attempts[0]
+    assert isinstance(first.error, StreamStalled)
+    assert near(first.duration, 0.02 + DEFAULT_IDLE_TIMEOUT, slack=0.05)
+    assert [(m.role, m.content) for m in backup.requests[0].messages][-1] == ("assistant", "Hello")
