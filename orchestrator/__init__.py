@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.classify import only
     from orchestrator.errors import FailoverError, FallbackError, HookError
+    from orchestrator.ignored import IgnoredSetting
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -67,6 +68,7 @@ _LAZY = {
     "FailoverError": "orchestrator.errors",
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
+    "IgnoredSetting": "orchestrator.ignored",
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
@@ -86,6 +88,7 @@ __all__ = [
     "FallbackAgent",
     "FallbackError",
     "HookError",
+    "IgnoredSetting",
     "Message",
     "Parallel",
     "Phase",

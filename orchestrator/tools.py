@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.errors import InvalidOutput, InvalidRequest
+from orchestrator.ignored import unknown_schema_keywords, warn_ignored
 from orchestrator.types import Request, Tool, ToolCall
 
 __all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "check_tools", "tool_call_error"]
@@ -121,9 +122,22 @@ def _validator(tool: Tool) -> Any:
         raise ValueError(
             f"Tool {tool.name!r}: parameters is not a valid JSON schema: {exc.message}"
         ) from None
+    _warn_unknown_keywords(tool, frozenset(cls.VALIDATORS))
     extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
     linear = extend(cls, {"pattern": _linear_pattern})
     return linear(tool.parameters)
+
+
+def _warn_unknown_keywords(tool: Tool, known: frozenset[str]) -> None:
+    """A keyword no validator knows (``"propertes"``) constrains nothing: the tool would
+    go out as if it had no parameters. Warned once per tool (the validator is cached)."""
+    unknown = unknown_schema_keywords(tool.parameters, known)
+    if unknown:
+        warn_ignored(
+            f"Tool {tool.name[:64]!r}: unknown JSON Schema keyword(s) {', '.join(unknown)} "
+            "are ignored by validation and by the providers; fix the spelling",
+            remembered=False,  # the schema may come from a gateway's client
+        )
 
 
 def check_tools(tools: Sequence[Tool]) -> None:

@@ -138,6 +138,10 @@ class FallbackAgent(KeywordChecked):
             else ProviderChild(c, p, watched(c, self.watch, self.clock))
             for c, p in zip(self.children, self.policies, strict=True)
         )
+        if self.hedge is not None:  # engine.hedging imports the run: only when hedging
+            from orchestrator.engine.hedging import check_hedged
+
+            check_hedged(self.members, hedge_after)
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
