@@ -91,8 +91,10 @@ def _re2(pattern: str, tool: str = "") -> Any:
     """``pattern`` compiled by RE2 (``ValueError`` naming ``tool`` when it cannot be)."""
     import re2  # type: ignore[import-untyped]
 
+    options = re2.Options()
+    options.log_errors = False  # else RE2's C++ logger writes to stderr before our message
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, options)
     except re2.error:
         raise ValueError(
             f"Tool {tool!r}: pattern {pattern[:80]!r} has no linear-time match (lookaround "

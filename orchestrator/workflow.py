@@ -48,6 +48,11 @@ class WorkflowError(FailoverError):
         return (WorkflowError, (self.phase, self.step, self.error))
 
 
+def give_input(name: str) -> str:
+    """How to give a workflow the input ``name``: on the command line and in Python."""
+    return f"give it: --input {name}=... on the command line, run({{{name!r}: ...}}) in Python"
+
+
 class Step:
     """One call of a chain; ``prompt`` is a template, a callable of the context, or None.
 
@@ -203,7 +208,7 @@ class Workflow:
                         where = (
                             "a step of the same Parallel group or a later step"
                             if root in self._step_names
-                            else "neither an input nor an earlier step"
+                            else f"neither an input nor an earlier step ({give_input(root)})"
                         )
                         raise ValueError(
                             f"phase {phase.name!r}, step {step.name!r}: prompt references "
