@@ -8,7 +8,9 @@ error names what does exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from orchestrator.config.scrub import EnvValues, constructor_problem
 from orchestrator.config.source import Source
 from orchestrator.config.spec import given
 from orchestrator.engine.agent import FallbackAgent
+from orchestrator.ignored import IgnoredSetting
 from orchestrator.policy import RetryPolicy
 
 __all__ = ["build_agents", "build_providers", "build_workflows", "import_object"]
@@ -164,33 +167,60 @@ def _agent(
             objs = [import_object(src, (*where, field, i), p) for i, p in enumerate(paths)]
             hooks[field] = _matcher(src, (*where, field), objs)
     try:
-        return FallbackAgent(
-            children,
-            name=name,
-            policies=policies,
-            timeout=aspec.timeout,
-            attempt_timeout=aspec.attempt_timeout,
-            first_token_timeout=aspec.first_token_timeout,
-            idle_timeout=aspec.idle_timeout,
-            hedge_after=aspec.hedge_after,
-            max_hedges=aspec.max_hedges,
-            mid_stream=aspec.mid_stream,
-            escalate_on_guardrail=aspec.escalate_on_guardrail,
-            tracing=aspec.tracing,
-            capture_content=aspec.capture_content,
-            health=health,
-            **given(
-                max_retries=aspec.max_retries,
-                retry_strategy=aspec.retry_strategy,
-                retry_delay=aspec.retry_delay,
-                max_delay=aspec.max_delay,
-                jitter=aspec.jitter,
-                schema_retries=aspec.schema_retries,
-            ),
-            **hooks,
-        )
+        with _located(src, where):
+            return _build_agent(children, name, policies, aspec, health, hooks)
     except (ValueError, TypeError) as exc:
         raise ConfigError([constructor_problem(src, where, exc, env)]) from None
+
+
+@contextmanager
+def _located(src: Source, where: Path) -> Iterator[None]:
+    """Re-issue the :class:`IgnoredSetting` warnings of building ``where`` at its line in the
+    chain file (``chain.yaml:7: IgnoredSetting: agents.review: ...``), not in this module."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IgnoredSetting)
+        yield
+    for w in caught:
+        if issubclass(w.category, IgnoredSetting):
+            message = f"{field_path(where)}: {w.message}"
+            warnings.warn_explicit(message, IgnoredSetting, src.file, src.locate(where) or 0)
+        else:  # not ours: as it was
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _build_agent(
+    children: list[Any],
+    name: str,
+    policies: dict[str, RetryPolicy],
+    aspec: AgentSpec,
+    health: Any,
+    hooks: dict[str, Any],
+) -> FallbackAgent:
+    return FallbackAgent(
+        children,
+        name=name,
+        policies=policies,
+        timeout=aspec.timeout,
+        attempt_timeout=aspec.attempt_timeout,
+        first_token_timeout=aspec.first_token_timeout,
+        idle_timeout=aspec.idle_timeout,
+        hedge_after=aspec.hedge_after,
+        max_hedges=aspec.max_hedges,
+        mid_stream=aspec.mid_stream,
+        escalate_on_guardrail=aspec.escalate_on_guardrail,
+        tracing=aspec.tracing,
+        capture_content=aspec.capture_content,
+        health=health,
+        **given(
+            max_retries=aspec.max_retries,
+            retry_strategy=aspec.retry_strategy,
+            retry_delay=aspec.retry_delay,
+            max_delay=aspec.max_delay,
+            jitter=aspec.jitter,
+            schema_retries=aspec.schema_retries,
+        ),
+        **hooks,
+    )
 
 
 def build_workflows(

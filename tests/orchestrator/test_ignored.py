@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,25 @@ async def test_many_calls_in_flight_with_hostile_keywords_keep_no_registry() -> 
     assert len(w) == 50 and all(len(str(x.message)) < 400 for x in w)
     registry = getattr(tools, "__warningregistry__", {})
     assert not [k for k in registry if isinstance(k, tuple) and "zzzz" in str(k[0])]
+
+
+def test_a_chain_file_setting_that_cannot_take_effect_is_warned_at_its_line(
+    tmp_path: Path,
+) -> None:
+    from orchestrator.config import load_config
+
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        'providers:\n  fn: {type: function, path: "json:dumps"}\n'
+        "agents:\n  solo:\n    providers: [fn]\n    hedge_after: 0.5\n"
+        "  pair:\n    providers: [fn, fn2]\n    max_hedges: 3\n"
+        "  ok: {providers: [fn, fn2], hedge_after: 0.5}\n"
+    )
+    text = path.read_text().replace(
+        "providers:\n", 'providers:\n  fn2: {type: function, path: "json:loads"}\n', 1
+    )
+    path.write_text(text)
+    with pytest.warns(IgnoredSetting) as w:
+        load_config(path)
+    located = sorted((x.filename, x.lineno, str(x.message)[:11]) for x in w)
+    assert located == [(str(path), 5, "agents.solo"), (str(path), 8, "agents.pair")]
