@@ -44,3 +44,52 @@ def test_a_missing_keys_file_says_where_it_looked_and_how_to_make_one(
     # Relative to the chain file, not to the working directory; the key named by the file.
     assert f"key file {tmp_path / 'sub' / 'team.keys'} not found" in err
     assert f"gateway.keys_file of {named}" in err and "--hash-key" in err
+
+
+def test_a_clients_misspelt_tool_schema_stays_out_of_the_gateways_log(tmp_path: Path) -> None:
+    # The chain file's own ignored setting is shown once, at start; a client's schema
+    # (request text) never reaches the gateway's stderr.
+    import json
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    chain = write_chain(
+        tmp_path,
+        PROVIDERS + "agents:\n  m: {providers: [fn], hedge_after: 0.5}\n",
+    )
+    env = {**os.environ, "FAILOVER_GATEWAY_KEYS": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "providers.serve", str(chain), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[2]
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "parameters": {"type": "object", "propertes": {"q": {"type": "string"}}},
+            },
+        }
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [tool]}
+        request = urllib.request.Request(
+            url + "/v1/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json"},
+        )
+        for _ in range(3):
+            try:
+                urllib.request.urlopen(request, timeout=30).read()
+            except urllib.error.HTTPError:
+                pass  # the function provider's answer does not matter here
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert "propertes" not in err and "lookup" not in err
+    assert err.count("hedge_after=0.5 has no effect") == 1, err
