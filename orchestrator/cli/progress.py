@@ -95,6 +95,8 @@ def _terminal(e: Fields) -> str:
         return f"{where} after a tool call had started streaming (a tool call cannot be resumed)"
     if e.get("error_type") == "Rejected":
         return f"{where}: the accept check refused a reply already streamed to the caller"
+    if e.get("mid_stream") != "raise":
+        return f"{where} after text had already gone out to the caller (it cannot be unsent)"
     return (
         f"{where} after text had already gone out to the caller, so it was not retried "
         "or handed over (mid_stream='raise'; mid_stream='continue' resumes from that text "
