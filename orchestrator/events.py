@@ -10,7 +10,9 @@ Event names: ``attempt_failed``, ``attempt_succeeded``, ``retry_scheduled``,
 ``terminal_error``, ``hook_failed``, ``hedge_started``, ``hedge_skipped``. Fields:
 ``agent`` (the chain), ``step`` (the workflow step the run serves, when it
 serves one: :func:`in_step`), ``child``, ``to``, ``attempt``, ``error_kind``, ``error_type``,
-``reason``, ``why``, ``delay``. Events
+``reason``, ``why``, ``delay``; ``run_failed`` adds ``deadline`` and ``untried`` (the
+children the run's deadline left without an attempt), a ``terminal_error`` after text
+was streamed (``reason`` ``mid_stream``) adds ``mid_stream`` and ``tool_call``. Events
 carry no request text and no secret: only names, numbers and error types.
 
 The attempt events carry what the attempt's span carries (see
