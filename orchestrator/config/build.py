@@ -89,7 +89,8 @@ def build_agents(
         visiting.append(name)
         aspec = spec.agents[name]
         health = build_health(src, ("agents", name, "health"), aspec.health, env, stores)
-        agents[name] = _agent(src, spec, name, aspec, built, visit, visiting, env, health)
+        with _located(src, ("agents", name)):
+            agents[name] = _agent(src, spec, name, aspec, built, visit, visiting, env, health)
         visiting.pop()
         return agents[name]
 
@@ -167,8 +168,31 @@ def _agent(
             objs = [import_object(src, (*where, field, i), p) for i, p in enumerate(paths)]
             hooks[field] = _matcher(src, (*where, field), objs)
     try:
-        with _located(src, where):
-            return _build_agent(children, name, policies, aspec, health, hooks)
+        return FallbackAgent(
+            children,
+            name=name,
+            policies=policies,
+            timeout=aspec.timeout,
+            attempt_timeout=aspec.attempt_timeout,
+            first_token_timeout=aspec.first_token_timeout,
+            idle_timeout=aspec.idle_timeout,
+            hedge_after=aspec.hedge_after,
+            max_hedges=aspec.max_hedges,
+            mid_stream=aspec.mid_stream,
+            escalate_on_guardrail=aspec.escalate_on_guardrail,
+            tracing=aspec.tracing,
+            capture_content=aspec.capture_content,
+            health=health,
+            **given(
+                max_retries=aspec.max_retries,
+                retry_strategy=aspec.retry_strategy,
+                retry_delay=aspec.retry_delay,
+                max_delay=aspec.max_delay,
+                jitter=aspec.jitter,
+                schema_retries=aspec.schema_retries,
+            ),
+            **hooks,
+        )
     except (ValueError, TypeError) as exc:
         raise ConfigError([constructor_problem(src, where, exc, env)]) from None
 
@@ -181,46 +205,11 @@ def _located(src: Source, where: Path) -> Iterator[None]:
         warnings.simplefilter("always", IgnoredSetting)
         yield
     for w in caught:
-        if issubclass(w.category, IgnoredSetting):
+        if issubclass(w.category, IgnoredSetting) and w.filename != src.file:
             message = f"{field_path(where)}: {w.message}"
             warnings.warn_explicit(message, IgnoredSetting, src.file, src.locate(where) or 0)
-        else:  # not ours: as it was
+        else:  # another kind, or a nested agent's, located already: as it was
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _build_agent(
-    children: list[Any],
-    name: str,
-    policies: dict[str, RetryPolicy],
-    aspec: AgentSpec,
-    health: Any,
-    hooks: dict[str, Any],
-) -> FallbackAgent:
-    return FallbackAgent(
-        children,
-        name=name,
-        policies=policies,
-        timeout=aspec.timeout,
-        attempt_timeout=aspec.attempt_timeout,
-        first_token_timeout=aspec.first_token_timeout,
-        idle_timeout=aspec.idle_timeout,
-        hedge_after=aspec.hedge_after,
-        max_hedges=aspec.max_hedges,
-        mid_stream=aspec.mid_stream,
-        escalate_on_guardrail=aspec.escalate_on_guardrail,
-        tracing=aspec.tracing,
-        capture_content=aspec.capture_content,
-        health=health,
-        **given(
-            max_retries=aspec.max_retries,
-            retry_strategy=aspec.retry_strategy,
-            retry_delay=aspec.retry_delay,
-            max_delay=aspec.max_delay,
-            jitter=aspec.jitter,
-            schema_retries=aspec.schema_retries,
-        ),
-        **hooks,
-    )
 
 
 def build_workflows(

@@ -112,3 +112,17 @@ def test_a_chain_file_setting_that_cannot_take_effect_is_warned_at_its_line(
         load_config(path)
     located = sorted((x.filename, x.lineno, str(x.message)[:11]) for x in w)
     assert located == [(str(path), 5, "agents.solo"), (str(path), 8, "agents.pair")]
+
+
+def test_a_nested_agents_warning_keeps_its_own_line_once(tmp_path: Path) -> None:
+    from orchestrator.config import load_config
+
+    path = tmp_path / "chain.yaml"
+    path.write_text(
+        'providers:\n  fn: {type: function, path: "json:dumps"}\n'
+        "agents:\n  outer: {providers: [inner, fn]}\n"
+        "  inner: {providers: [fn], hedge_after: 0.5}\n"
+    )
+    with pytest.warns(IgnoredSetting) as w:
+        load_config(path)
+    assert [(x.lineno, str(x.message)[:13]) for x in w] == [(5, "agents.inner:")]
