@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.classify import only
     from orchestrator.engine.deadlines import DEFAULT_IDLE_TIMEOUT, PROGRESS
     from orchestrator.errors import FailoverError, FallbackError, HookError
+    from orchestrator.ignored import IgnoredSetting
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -70,6 +71,7 @@ _LAZY = {
     "FailoverError": "orchestrator.errors",
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
+    "IgnoredSetting": "orchestrator.ignored",
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
@@ -91,6 +93,7 @@ __all__ = [
     "FallbackAgent",
     "FallbackError",
     "HookError",
+    "IgnoredSetting",
     "Message",
     "Parallel",
     "Phase",

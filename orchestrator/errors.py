@@ -410,9 +410,13 @@ class FallbackError(FailoverError):
     counts_for_health = False
     overridable = False
 
-    def __init__(self, attempts: Sequence[Attempt], *, name: str | None = None) -> None:
+    def __init__(
+        self, attempts: Sequence[Attempt], *, name: str | None = None, untried: Sequence[str] = ()
+    ) -> None:
         self.attempts: tuple[Attempt, ...] = tuple(attempts)
         self.name = name
+        #: The children the run's deadline left without a single attempt.
+        self.untried: tuple[str, ...] = tuple(untried)
         super().__init__(self._summary())
 
     @property
@@ -430,12 +434,28 @@ class FallbackError(FailoverError):
                 runs.append([label, 1])
         detail = "; ".join(label + (f" (x{n})" if n > 1 else "") for label, n in runs)
         n = len(self.attempts)
-        return f"All agents failed after {n} attempt{'s' if n != 1 else ''}" + (
-            f" ({detail})" if detail else ""
+        return (
+            f"All agents failed after {n} attempt{'s' if n != 1 else ''}"
+            + (f" ({detail})" if detail else "")
+            + (f"; {untried_note(self.untried)}" if self.untried else "")
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (FallbackError, (self.attempts,), {"name": self.name})
+        return (_rebuild_fallback, (self.attempts, self.name, self.untried))
+
+
+def _rebuild_fallback(
+    attempts: Sequence[Attempt], name: str | None, untried: Sequence[str]
+) -> FallbackError:
+    return FallbackError(attempts, name=name, untried=untried)
+
+
+def untried_note(untried: Sequence[str]) -> str:
+    """What a run's deadline left out, and the setting that leaves time for them."""
+    return (
+        f"never tried: {', '.join(untried)} (the run's timeout passed first: set "
+        "attempt_timeout= so one provider cannot use the whole timeout)"
+    )
 
 
 #: How much of each attempt's message ``str(FallbackError)`` shows.

@@ -8,8 +8,11 @@ library call never prints to stdout uninvited.
 Event names: ``attempt_failed``, ``attempt_succeeded``, ``retry_scheduled``,
 ``fallback``, ``run_succeeded``, ``run_failed``, ``run_stopped``,
 ``terminal_error``, ``hook_failed``, ``hedge_started``, ``hedge_skipped``. Fields:
-``agent`` (the chain), ``child``, ``to``, ``attempt``, ``error_kind``, ``error_type``,
-``reason``, ``why``, ``delay``. Events
+``agent`` (the chain), ``step`` (the workflow step the run serves, when it
+serves one: :func:`in_step`), ``child``, ``to``, ``attempt``, ``error_kind``, ``error_type``,
+``reason``, ``why``, ``delay``; ``run_failed`` adds ``deadline`` and ``untried`` (the
+children the run's deadline left without an attempt), a ``terminal_error`` after text
+was streamed (``reason`` ``mid_stream``) adds ``mid_stream`` and ``tool_call``. Events
 carry no request text and no secret: only names, numbers and error types.
 
 The attempt events carry what the attempt's span carries (see
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import structlog
@@ -38,12 +42,16 @@ __all__ = [
     "enable",
     "enabled",
     "error_fields",
+    "in_step",
     "is_enabled",
 ]
 
 LOGGER_NAME = "orchestrator"
 _forced: bool | None = None
 _logger: Any = None
+#: The workflow step whose run emits: a context variable, so parallel steps (each its own
+#: task) on one agent keep their own label.
+_step: ContextVar[str | None] = ContextVar("failover_step", default=None)
 
 
 def enable(on: bool | None = True) -> None:
@@ -78,7 +86,21 @@ def emit(level: str, event: str, **fields: Any) -> None:
     global _logger
     if _logger is None:
         _logger = structlog.get_logger(LOGGER_NAME)
+    step = _step.get()
+    if step is not None:
+        fields.setdefault("step", step)
     getattr(_logger, level)(event, logger=LOGGER_NAME, **fields)
+
+
+@contextmanager
+def in_step(name: str) -> Iterator[None]:
+    """Label every event emitted inside the block (this task and tasks it starts) with
+    the workflow step ``name``; restores the outer label on the way out."""
+    token = _step.set(name)
+    try:
+        yield
+    finally:
+        _step.reset(token)
 
 
 def error_fields(error: BaseException | None) -> dict[str, Any]:

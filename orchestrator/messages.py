@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.keywords import not_a_tool_call
+
 __all__ = ["TOOL_CHOICES", "Message", "Tool", "ToolCall", "ToolCallDelta"]
 
 _ROLES = ("user", "assistant", "system", "tool")
@@ -156,9 +158,7 @@ class Message:
                 )
             for c in calls:
                 if not isinstance(c, ToolCall):
-                    raise TypeError(
-                        f"Message.tool_calls: expected ToolCall, got {type(c).__name__}"
-                    )
+                    raise TypeError(f"Message.tool_calls: {not_a_tool_call(c)}")
             object.__setattr__(self, "tool_calls", calls)
         if self.role == "tool":
             if not isinstance(self.tool_call_id, str) or not self.tool_call_id:
@@ -197,10 +197,10 @@ def to_messages(messages: Iterable[Message | Mapping[str, Any]]) -> tuple[Messag
     return tuple(out)
 
 
-def _to_tool_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
-    if isinstance(call, ToolCall):
-        return call
-    return ToolCall(call["id"], call["name"], call.get("arguments") or {})
+def _to_tool_call(call: Any) -> Any:
+    if isinstance(call, Mapping) and "id" in call and "name" in call:
+        return ToolCall(call["id"], call["name"], call.get("arguments") or {})
+    return call  # a ToolCall; Message says what is wrong with anything else
 
 
 def to_tools(tools: Iterable[Tool | Mapping[str, Any]]) -> tuple[Tool, ...]:

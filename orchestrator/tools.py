@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from orchestrator.errors import InvalidOutput, InvalidRequest
+from orchestrator.ignored import unknown_schema_keywords, warn_ignored
 from orchestrator.types import Request, Tool, ToolCall
 
 __all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "check_tools", "tool_call_error"]
@@ -124,8 +125,10 @@ def _re2(pattern: str, tool: str = "") -> Any:
     """``pattern`` compiled by RE2 (``ValueError`` naming ``tool`` when it cannot be)."""
     import re2  # type: ignore[import-untyped]
 
+    options = re2.Options()
+    options.log_errors = False  # else RE2's C++ logger writes to stderr before our message
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, options)
     except re2.error:
         raise ValueError(
             f"Tool {tool!r}: pattern {pattern[:80]!r} has no linear-time match (lookaround "
@@ -156,10 +159,23 @@ def _validator(tool: Tool) -> Any:
         raise ValueError(
             f"Tool {tool.name!r}: parameters is not a valid JSON schema: {exc.message}"
         ) from None
+    _warn_unknown_keywords(tool, frozenset(cls.VALIDATORS))
     extend: Any = jsonschema.validators.extend  # untyped in types-jsonschema
     linear = extend(cls, {"pattern": _linear_pattern})
     # An empty registry retrieves nothing: jsonschema's default fetches http(s) URLs.
     return linear(tool.parameters, registry=referencing.Registry())
+
+
+def _warn_unknown_keywords(tool: Tool, known: frozenset[str]) -> None:
+    """A keyword no validator knows (``"propertes"``) constrains nothing: the tool would
+    go out as if it had no parameters. Warned once per tool (the validator is cached)."""
+    unknown = unknown_schema_keywords(tool.parameters, known)
+    if unknown:
+        warn_ignored(
+            f"Tool {tool.name[:64]!r}: unknown JSON Schema keyword(s) {', '.join(unknown)} "
+            "are ignored by validation and by the providers; fix the spelling",
+            remembered=False,  # the schema may come from a gateway's client
+        )
 
 
 def check_tools(tools: Sequence[Tool]) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import fields
 from typing import Any
 
+from orchestrator import events
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.errors import FailoverError, FallbackError, ProviderError
 from orchestrator.tasks import run_blocking
@@ -45,6 +46,11 @@ class WorkflowError(FailoverError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Partial results hold live objects; a pickled error keeps what identifies it.
         return (WorkflowError, (self.phase, self.step, self.error))
+
+
+def give_input(name: str) -> str:
+    """How to give a workflow the input ``name``: on the command line and in Python."""
+    return f"give it: --input {name}=... on the command line, run({{{name!r}: ...}}) in Python"
 
 
 class Step:
@@ -202,7 +208,7 @@ class Workflow:
                         where = (
                             "a step of the same Parallel group or a later step"
                             if root in self._step_names
-                            else "neither an input nor an earlier step"
+                            else f"neither an input nor an earlier step ({give_input(root)})"
                         )
                         raise ValueError(
                             f"phase {phase.name!r}, step {step.name!r}: prompt references "
@@ -242,11 +248,8 @@ class Workflow:
         async def one(step: Step) -> None:
             async with sem:
                 try:
-                    request = step.render(ctx)
-                    if step.schema is not None:
-                        result = await step.node.run(request, schema=step.schema)
-                    else:
-                        result = await step.node.run(request)
+                    with events.in_step(step.name):
+                        result = await self._run_step(step, ctx)
                 except Exception as e:
                     if step.continue_on_error:
                         failed[step.name] = e
@@ -264,6 +267,13 @@ class Workflow:
                     out.results[step.name] = ctx[step.name] = done[step.name]
                 elif step.name in failed:
                     out.failures[step.name] = failed[step.name]
+
+    @staticmethod
+    async def _run_step(step: Step, ctx: Mapping[str, Any]) -> Result:
+        request = step.render(ctx)
+        if step.schema is not None:
+            return await step.node.run(request, schema=step.schema)
+        return await step.node.run(request)
 
     async def _gather(
         self, steps: tuple[Step, ...], one: Callable[[Step], Coroutine[Any, Any, None]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from orchestrator.cli.preflight import check_config, load
 from orchestrator.cli.report import (
@@ -16,6 +17,7 @@ from orchestrator.cli.report import (
 )
 from orchestrator.cli.tables import Tables
 from orchestrator.cli.text import UsageError
+from orchestrator.config import Config
 
 __all__ = ["add_arguments", "check"]
 
@@ -27,8 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="ping timeout (default 10 s)")
 
 
+async def _silent_stores(config: Config) -> list[str]:
+    """The shared health stores (``redis_url``) that did not answer one round trip, each
+    as its URL without user info or password."""
+    from orchestrator.health.redis.link import safe_url
+
+    silent: list[str] = []
+    for store in config.health_stores:
+        if not hasattr(store, "sync"):
+            continue  # process memory: nothing to reach
+        try:
+            if not await store.sync():
+                silent.append(safe_url(str(getattr(store, "url", "?"))))
+        finally:
+            await store.aclose()
+    return silent
+
+
 def check(args: argparse.Namespace) -> int:
-    """The ``check`` command: 0 when ``run`` would accept the file (and every ping answered)."""
+    """The ``check`` command: 0 when ``run`` would accept the file, every shared health store
+    answered (1 when one did not) and every ping answered."""
     config = load(args.file)
     check_config(config)
     tables = Tables(args.tables)
@@ -38,6 +58,16 @@ def check(args: argparse.Namespace) -> int:
     else:
         for line in check_summary(config):
             print(line)
+    silent = asyncio.run(_silent_stores(config))
+    for url in silent:
+        print(
+            f"failover: error: the health store at {url} did not answer: is Redis running "
+            "there, and is redis_url right? (until it answers, each process keeps its own "
+            "circuits)",
+            file=sys.stderr,
+        )
+    if silent:
+        return 1
     if not args.ping:
         return 0
     if args.timeout <= 0:

@@ -21,6 +21,7 @@ import structlog
 
 from orchestrator import events
 from orchestrator.cli.tables import rich_available
+from orchestrator.errors import untried_note
 
 __all__ = ["Progress", "describe_event"]
 
@@ -86,6 +87,31 @@ def _hedge_lost(e: Fields) -> str:
     return f"{who} cancelled after {took}: the hedge to {e.get('winner')} answered first"
 
 
+def _terminal(e: Fields) -> str:
+    where = f"stopped at {e.get('child')}: {e.get('error_type')}"
+    if e.get("reason") != "mid_stream":
+        return f"{where} is terminal (no retry, no fallback)"
+    if e.get("tool_call"):
+        return f"{where} after a tool call had started streaming (a tool call cannot be resumed)"
+    if e.get("error_type") == "Rejected":
+        return f"{where}: the accept check refused a reply already streamed to the caller"
+    if e.get("mid_stream") != "raise":
+        return f"{where} after text had already gone out to the caller (it cannot be unsent)"
+    return (
+        f"{where} after text had already gone out to the caller, so it was not retried "
+        "or handed over (mid_stream='raise'; mid_stream='continue' resumes from that text "
+        "on the next attempt)"
+    )
+
+
+def _run_failed(e: Fields) -> str:
+    untried = e.get("untried")
+    if e.get("deadline") and isinstance(untried, list) and untried:
+        tried = f"{e.get('attempts')} attempt(s) failed; "
+        return tried + untried_note([str(name) for name in untried])
+    return f"every provider failed ({e.get('attempts')} attempt(s))"
+
+
 def _circuit(e: Fields) -> str:
     return f"circuit {e.get('provider')}: {e.get('state')} ({e.get('reason')})"
 
@@ -101,13 +127,7 @@ _LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
         "yellow",
         lambda e: f"fallback {e.get('child')} -> {e.get('to')} after {_why(e)}",
     ),
-    "terminal_error": (
-        "bold red",
-        lambda e: (
-            f"stopped at {e.get('child')}: {e.get('error_type')} is terminal "
-            "(no retry, no fallback)"
-        ),
-    ),
+    "terminal_error": ("bold red", _terminal),
     "hedge_started": (
         "yellow",
         lambda e: (
@@ -118,7 +138,7 @@ _LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
     "hedge_skipped": ("yellow", lambda e: f"no hedge to {e.get('to')}: {e.get('why')}"),
     "hedge_lost": ("yellow", _hedge_lost),
     "run_succeeded": ("bold green", _answered),
-    "run_failed": ("bold red", lambda e: f"every provider failed ({e.get('attempts')} attempt(s))"),
+    "run_failed": ("bold red", _run_failed),
     "run_stopped": ("yellow", lambda e: f"stopped by a hook ({e.get('reason')})"),
     "hook_failed": ("red", lambda e: f"hook {e.get('hook')} raised {e.get('error_type')}"),
     "circuit_opened": ("red", _circuit),
@@ -138,8 +158,10 @@ def describe_event(event: Fields) -> tuple[str, str] | None:
     if known is None:
         return None
     style, line = known
-    agent = event.get("agent")
-    return style, (f"{agent}: " if agent else "") + line(event)
+    agent, step = event.get("agent"), event.get("step")
+    # In a workflow the step comes first: parallel steps may share one agent.
+    label = (f"[{step}] " if step else "") + (f"{agent}: " if agent else "")
+    return style, label + line(event)
 
 
 class Progress:

@@ -8,7 +8,9 @@ error names what does exist.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from orchestrator.config.scrub import EnvValues, constructor_problem
 from orchestrator.config.source import Source
 from orchestrator.config.spec import given
 from orchestrator.engine.agent import FallbackAgent
+from orchestrator.ignored import IgnoredSetting
 from orchestrator.policy import RetryPolicy
 
 __all__ = ["build_agents", "build_providers", "build_workflows", "import_object"]
@@ -86,7 +89,8 @@ def build_agents(
         visiting.append(name)
         aspec = spec.agents[name]
         health = build_health(src, ("agents", name, "health"), aspec.health, env, stores)
-        agents[name] = _agent(src, spec, name, aspec, built, visit, visiting, env, health)
+        with _located(src, ("agents", name)):
+            agents[name] = _agent(src, spec, name, aspec, built, visit, visiting, env, health)
         visiting.pop()
         return agents[name]
 
@@ -191,6 +195,21 @@ def _agent(
         )
     except (ValueError, TypeError) as exc:
         raise ConfigError([constructor_problem(src, where, exc, env)]) from None
+
+
+@contextmanager
+def _located(src: Source, where: Path) -> Iterator[None]:
+    """Re-issue the :class:`IgnoredSetting` warnings of building ``where`` at its line in the
+    chain file (``chain.yaml:7: IgnoredSetting: agents.review: ...``), not in this module."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IgnoredSetting)
+        yield
+    for w in caught:
+        if issubclass(w.category, IgnoredSetting) and w.filename != src.file:
+            message = f"{field_path(where)}: {w.message}"
+            warnings.warn_explicit(message, IgnoredSetting, src.file, src.locate(where) or 0)
+        else:  # another kind, or a nested agent's, located already: as it was
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def build_workflows(

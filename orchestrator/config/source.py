@@ -88,6 +88,8 @@ def _parse_yaml(label: str, text: str) -> tuple[Any, Locator]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         what = exc.problem or str(exc)
+        if "'\\t'" in what and mark is not None:  # PyYAML's words do not say what to do
+            what = f"a tab at column {mark.column + 1}: YAML allows none here; indent with spaces"
         raise ConfigError([Problem(label, line, (), f"invalid YAML: {what}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError([Problem(label, None, (), f"invalid YAML: {exc}")]) from None

@@ -17,11 +17,11 @@ from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.deadlines import Watch, watched
-from orchestrator.engine.hedging import Hedging
+from orchestrator.engine.hedging import Hedging, check_hedged
 from orchestrator.engine.hooks import check_hooks
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
-from orchestrator.keywords import KeywordChecked
+from orchestrator.keywords import KeywordChecked, provider_for_model
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
@@ -138,6 +138,8 @@ class FallbackAgent(KeywordChecked):
             else ProviderChild(c, p, watched(c, self.watch, self.clock))
             for c, p in zip(self.children, self.policies, strict=True)
         )
+        if self.hedge is not None:
+            check_hedged(self.members, hedge_after)
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
@@ -305,6 +307,11 @@ def _check_children(children: Sequence[Provider | FallbackAgent]) -> tuple[Any, 
         raise ValueError("children: the list is empty; give at least one provider")
     seen: dict[str, int] = {}
     for i, child in enumerate(children):
+        if isinstance(child, str):
+            raise TypeError(
+                f"children[{i}]: a model name is not a provider; give the provider that "
+                f"calls it: {provider_for_model(child)}"
+            )
         if not isinstance(child, FallbackAgent) and not (
             isinstance(getattr(child, "name", None), str)
             and callable(getattr(child, "complete", None))

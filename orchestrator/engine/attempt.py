@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,7 +25,8 @@ from orchestrator.errors import (
     TerminalError,
     meaning,
 )
-from orchestrator.types import Attempt, Request, Response, Result
+from orchestrator.keywords import not_a_tool_call
+from orchestrator.types import Attempt, Request, Response, Result, ToolCall
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from orchestrator.telemetry.spans import RunTrace
 
 __all__ = [
+    "accepts",
     "AttemptLog",
     "attempt",
     "call_hook",
@@ -57,6 +59,21 @@ async def call_hook(name: str, hook: Callable[..., Any], *args: Any) -> Any:
         events.emit("error", "hook_failed", hook=name, error_type=type(e).__name__)
         raise HookError(name, e) from e
     return out
+
+
+async def accepts(accept: Callable[..., Any], result: Result) -> bool:
+    """What the ``accept`` hook says of ``result``; a ``HookError`` when it does not answer
+    with a bool (a check that forgot its ``return`` would refuse every reply)."""
+    verdict = await call_hook("accept", accept, result)
+    if not isinstance(verdict, bool):
+        raise HookError(
+            "accept",
+            TypeError(
+                f"returned {type(verdict).__name__}; return a bool: True keeps the reply, "
+                "False refuses it (the next provider is asked)"
+            ),
+        )
+    return verdict
 
 
 async def watch_hook(run: Run, name: str, hook: Callable[..., Any], *args: Any) -> None:
@@ -87,9 +104,21 @@ def schema_adapter(schema: Any) -> Any:
     return TypeAdapter(schema)
 
 
-@lru_cache(maxsize=256)
 def schema_json(schema: Any) -> dict[str, Any]:
-    """The JSON schema providers are asked to follow (computed once per type)."""
+    """The JSON schema providers are asked to follow (computed once per type); a
+    ``TypeError`` naming the fix for a JSON schema given as a dict."""
+    if isinstance(schema, Mapping | str):
+        raise TypeError(
+            "schema= takes a type pydantic validates (a pydantic model, a dataclass, a "
+            f"TypedDict, list[int], ...), got a {type(schema).__name__}. For a JSON schema "
+            "dict, put it on the request: Request(prompt, json_schema={...}) asks every "
+            "provider for JSON that follows it (not validated: parse result.text)"
+        )
+    return _schema_json(schema)
+
+
+@lru_cache(maxsize=256)
+def _schema_json(schema: Any) -> dict[str, Any]:
     out: dict[str, Any] = schema_adapter(schema).json_schema()
     return out
 
@@ -225,7 +254,12 @@ async def _check(
     if run.request.tools or response.tool_calls:
         from orchestrator.tools import tool_call_error  # only runs with tools pay the import
 
-        refused = tool_call_error(run.request, response.tool_calls, name)
+        bad = [c for c in response.tool_calls if not isinstance(c, ToolCall)]
+        refused = (
+            InvalidOutput(f"Response.tool_calls: {not_a_tool_call(bad[0])}", provider=name)
+            if bad
+            else tool_call_error(run.request, response.tool_calls, name)
+        )
         if refused is not None:
             return None, refused
     # A reply that calls tools is a step of the loop, not the answer the schema describes.
@@ -254,7 +288,7 @@ async def _check(
         response.model,
         tool_calls=response.tool_calls,
     )
-    if agent.accept is not None and not await call_hook("accept", agent.accept, result):
+    if agent.accept is not None and not await accepts(agent.accept, result):
         return None, Rejected("the accept check refused the reply", provider=name)
     log.add(attempt)
     log.verdict = SUCCEEDED

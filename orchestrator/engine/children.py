@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.engine.attempt import attempt, call_hook, report_call, skip
+from orchestrator.engine.attempt import accepts, attempt, report_call, skip
 from orchestrator.engine.retrying import retry
 from orchestrator.engine.run import Run, Via
 from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
@@ -162,7 +162,7 @@ class ChainChild:
     async def _outer_accept(self, run: Run, result: Result) -> BaseException | None:
         """The outer chain's ``accept`` also judges the answer (as if the chain were flat)."""
         assert run.agent.accept is not None
-        if await call_hook("accept", run.agent.accept, result):
+        if await accepts(run.agent.accept, result):
             return None
         error = Rejected(
             "the accept check refused the reply", provider=result.handled_by or self.name

@@ -18,6 +18,7 @@ import re
 from collections import deque
 from datetime import timedelta
 
+from orchestrator.ignored import warn_ignored
 from orchestrator.units import seconds
 
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging"]
@@ -49,6 +50,12 @@ class Hedging:
         if isinstance(max_hedges, bool) or not isinstance(max_hedges, int) or max_hedges < 1:
             raise ValueError(f"FallbackAgent.max_hedges={max_hedges!r} must be an int >= 1")
         if hedge_after is None:
+            if max_hedges != 1:
+                warn_ignored(
+                    f"FallbackAgent: max_hedges={max_hedges} has no effect without hedge_after= "
+                    "(hedging is off); set hedge_after= (seconds, or 'p95') or drop max_hedges",
+                    stacklevel=3,
+                )
             return None
         if isinstance(hedge_after, str):
             m = _PERCENTILE.fullmatch(hedge_after)

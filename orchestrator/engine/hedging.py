@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,7 @@ from orchestrator import events
 from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.deadlines import assemble, is_content
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
+from orchestrator.ignored import warn_ignored
 from orchestrator.tasks import cancel_and_wait
 from orchestrator.tokens import input_tokens_estimate
 from orchestrator.types import Attempt, Request, Response, Result, Stop, Usage
@@ -59,13 +60,27 @@ __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge",
 def can_hedge(run: Run, idx: int) -> bool:
     """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
     with nothing streamed to the consumer yet."""
-    members = run.agent.members
+    return _pair(run.agent.members, idx) and not getattr(run.delivery, "delivered", None)
+
+
+def _pair(members: Sequence[object], idx: int) -> bool:
     return (
         idx + 1 < len(members)
         and isinstance(members[idx], ProviderChild)
         and isinstance(members[idx + 1], ProviderChild)
-        and not getattr(run.delivery, "delivered", None)
     )
+
+
+def check_hedged(members: Sequence[object], hedge_after: object) -> None:
+    """Warn (:class:`~orchestrator.ignored.IgnoredSetting`) when ``hedge_after`` can never
+    start a hedge: no provider of the chain is followed by a provider to hedge to."""
+    if not any(_pair(members, idx) for idx in range(len(members))):
+        one = "has one child" if len(members) == 1 else "has no provider followed by a provider"
+        warn_ignored(
+            f"FallbackAgent: hedge_after={hedge_after!r} has no effect: the chain {one}, so "
+            "there is no next provider to start in parallel; add one or drop hedge_after",
+            stacklevel=3,
+        )
 
 
 async def race(

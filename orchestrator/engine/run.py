@@ -175,7 +175,7 @@ class Run:
                 if isinstance(last, Result):
                     return self._succeeded(last)
         except _DeadlinePassed:
-            pass
+            self.log.deadline_passed = True  # also when it passed between two children
         return await self._all_failed()
 
     async def _last_resort(
@@ -296,6 +296,8 @@ class Run:
                 agent=self.agent.name,
                 child=name,
                 reason="mid_stream",
+                mid_stream=getattr(self.delivery, "mode", None),
+                tool_call=getattr(self.delivery, "tool_started", False),
                 **events.error_fields(error),
             )
             raise error
@@ -336,12 +338,14 @@ class Run:
         agent = self.agent
         attempts = self.log.attempts
         errors = [a.error for a in attempts if a.error is not None]
+        untried = _untried(agent, attempts) if self.log.deadline_passed else ()
         events.emit(
             "warning",
             "run_failed",
             agent=agent.name,
             attempts=len(attempts),
             deadline=self.log.deadline_passed,
+            untried=list(untried),
         )
         if agent.on_all_failed is not None:
             await watch_hook(self, "on_all_failed", agent.on_all_failed, errors)
@@ -350,7 +354,7 @@ class Run:
             if text is not None:
                 self.delivery.push(str(text))
                 return Result(str(text), None, tuple(attempts), self.elapsed(), best_effort=True)
-        raise FallbackError(attempts, name=agent.name)
+        raise FallbackError(attempts, name=agent.name, untried=untried)
 
 
 def _summaries(attempts: list[Attempt]) -> list[dict[str, Any]]:
@@ -369,3 +373,15 @@ def _summaries(attempts: list[Attempt]) -> list[dict[str, Any]]:
 def _earliest(a: float | None, b: float | None) -> float | None:
     """The tighter of two optional limits (``None``: no limit)."""
     return b if a is None or (b is not None and b <= a) else a
+
+
+def _untried(agent: FallbackAgent, attempts: list[Attempt]) -> tuple[str, ...]:
+    """The children no attempt reached (a nested chain counts as tried once one of its own
+    children was): what the run's deadline left out."""
+    reached = {a.agent for a in attempts}
+
+    def tried(child: Any) -> bool:
+        inner = getattr(child, "agent", None)  # a nested chain: any of its children
+        return child.name in reached or (inner is not None and any(tried(c) for c in inner.members))
+
+    return tuple(c.name for c in agent.members if not tried(c))

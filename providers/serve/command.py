@@ -102,8 +102,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args)
         config = load_config(args.chain)  # fail here, once, with the file's own messages
+        _check_servable(config)
         keys_file = args.keys_file or _named_keys_file(config)
-        keys = GatewayKeys.load(key_file=keys_file, metrics_file=args.metrics_keys_file)
+        keys = _load_keys(
+            keys_file,
+            named_by=None if args.keys_file else config.path,
+            metrics_file=args.metrics_keys_file,
+        )
     except (ValueError, TypeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -116,6 +121,30 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     return _start(args.chain, (keys_file, args.metrics_keys_file), keys, settings)
+
+
+def _check_servable(config: Any) -> None:
+    """``ValueError`` for a chain file with nothing to serve: the gateway's models are its
+    agents and workflows, and without one every request would be a 404."""
+    if not config.agents and not config.workflows:
+        raise ValueError(
+            f"failover serve: {config.path} has no agents (and no workflows) to serve as "
+            "models; add one, e.g. `agents: {main: {providers: [NAME, ...]}}`"
+        )
+
+
+def _load_keys(
+    keys_file: str | None, named_by: str | None, metrics_file: str | None
+) -> GatewayKeys:
+    """The gateway (and metrics) keys; a key file that is missing says where it was looked for."""
+    if keys_file and not Path(keys_file).exists():
+        origin = f" (gateway.keys_file of {named_by})" if named_by else " (--keys-file)"
+        raise ValueError(
+            f"failover serve: key file {Path(keys_file).absolute()} not found{origin}; "
+            "create it with one line per key from `failover serve --hash-key`, or set "
+            f"{ENV}=key1,key2 instead"
+        )
+    return GatewayKeys.load(key_file=keys_file, metrics_file=metrics_file)
 
 
 def _named_keys_file(config: Any) -> str | None:

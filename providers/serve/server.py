@@ -12,11 +12,13 @@ import asyncio
 import contextlib
 import signal
 import socket
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
+from orchestrator import IgnoredSetting
 from orchestrator.config import load_config
 from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
@@ -116,5 +118,8 @@ def run_worker(
     on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Run one worker to completion in this process (blocking)."""
+    # `failover serve` showed the chain file's IgnoredSetting warnings once, before any
+    # worker; a client's tool schema is request text, kept out of the gateway's log.
+    warnings.simplefilter("ignore", IgnoredSetting)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(_main(chain, keys, settings, sock, on_ready))

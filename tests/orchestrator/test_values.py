@@ -158,6 +158,7 @@ def test_public_api_is_exactly_all() -> None:
         "telemetry",
         "tools",
         "messages",
+        "ignored",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

@@ -105,3 +105,12 @@ def test_known_keywords_and_positional_use_still_work() -> None:
     CLIAgent(["tool"], parse=None, timeout=1)
     ClaudeCode(model="sonnet", timeout=3, cwd=None)
     FunctionProvider(fn, name="f", run_in_thread=False)
+
+
+@pytest.mark.parametrize("cls", [ClaudeCode, Codex, GeminiCLI])
+def test_first_token_timeout_on_a_cli_agent_suggests_its_idle_timeout(cls: Any) -> None:
+    with pytest.raises(TypeError) as err:
+        cls(first_token_timeout=5)
+    message = str(err.value)
+    assert "the provider's own keyword is idle_timeout= (seconds without output)" in message
+    assert "first_token_timeout= belongs to FallbackAgent(...)" in message

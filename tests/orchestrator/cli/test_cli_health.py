@@ -169,3 +169,19 @@ def test_health_needs_no_provider_keys(
     assert set(json.loads(out)["agents"]["review"]) == {"codex", "claude"}, err
     assert main(["check", str(chain)]) == 2
     assert "environment variable K is not set" in capsys.readouterr().err
+
+
+def test_check_says_a_redis_url_that_does_not_answer_by_its_host_never_its_password(
+    chain: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(chain)]) == 0  # the live one answers
+    assert "did not answer" not in capsys.readouterr().err
+    dead = f"redis://admin:pw-s3cret-917@127.0.0.1:{free_port()}/0"
+    monkeypatch.setenv("REDIS_URL", dead)
+    started = time.monotonic()
+    assert main(["check", str(chain)]) == 1
+    out, err = capsys.readouterr()
+    assert time.monotonic() - started < 5.0  # a refused connection fails the round at once
+    assert "the health store at redis://***@127.0.0.1:" in err and "did not answer" in err
+    assert "redis_url" in err
+    assert "pw-s3cret-917" not in out + err and "admin" not in out + err
