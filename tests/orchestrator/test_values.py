@@ -157,6 +157,7 @@ def test_public_api_is_exactly_all() -> None:
         "tokens",
         "telemetry",
         "tools",
+        "usage",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers
