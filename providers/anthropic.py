@@ -26,6 +26,7 @@ from providers.http.base import (
     schema_name,
     tokens,
 )
+from providers.http.endpoint import base_url_from_env
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
 from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
@@ -57,24 +58,31 @@ class AnthropicMessages(VendorProvider):
     """A Claude model over the Messages API.
 
     ``AnthropicMessages("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY`` at call
-    time; ``max_tokens`` is used when the request does not set one (the API
-    requires it). The key goes in ``x-api-key``, only over https or to loopback
-    unless ``allow_insecure_http=True``.
+    time, and ``ANTHROPIC_BASE_URL`` when built without ``base_url=``; ``max_tokens``
+    is used when the request does not set one (the API requires it). The key goes in
+    ``x-api-key``, only over https or to loopback unless ``allow_insecure_http=True``.
     """
 
     family = "anthropic"
     env_vars = ("ANTHROPIC_API_KEY",)
+    #: Read, in order, when built without ``base_url=`` (see :mod:`providers.http.endpoint`).
+    base_url_vars = ("ANTHROPIC_BASE_URL",)
+    default_base_url = "https://api.anthropic.com"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://api.anthropic.com",
+        base_url: str | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
         **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(model, base_url=base_url, **settings)
+        insecure = settings.get("allow_insecure_http", False)
+        url = base_url_from_env(
+            base_url, self.base_url_vars, self.default_base_url, allow_insecure_http=insecure
+        )
+        super().__init__(model, base_url=url, **settings)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens

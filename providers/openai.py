@@ -37,6 +37,7 @@ from providers.http.base import (
     schema_name,
     tokens,
 )
+from providers.http.endpoint import base_url_from_env
 from providers.http.errors import map_openai_error, short
 from providers.http.spec import VendorSpec
 from providers.http.tools import (
@@ -62,23 +63,31 @@ class OpenAIChat(VendorProvider):
 
     ``OpenAIChat("gpt-4o-mini")`` reads ``OPENAI_API_KEY`` at call time; give
     ``base_url=`` for another region or server (``.../v1``, without
-    ``/chat/completions``). ``max_tokens_param="max_completion_tokens"`` for
-    OpenAI reasoning models that refuse ``max_tokens``. The key travels only
+    ``/chat/completions``), else ``OPENAI_BASE_URL`` is used when set.
+    ``max_tokens_param="max_completion_tokens"`` for OpenAI reasoning models
+    that refuse ``max_tokens``. The key travels only
     over https or to loopback unless ``allow_insecure_http=True``.
     """
 
     family = "openai"
     env_vars = ("OPENAI_API_KEY",)
+    #: Read, in order, when built without ``base_url=`` (see :mod:`providers.http.endpoint`).
+    base_url_vars = ("OPENAI_BASE_URL",)
+    default_base_url = "https://api.openai.com/v1"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str | None = None,
         max_tokens_param: str = "max_tokens",
         **settings: Unpack[VendorSettings],
     ) -> None:
-        super().__init__(model, base_url=base_url, **settings)
+        insecure = settings.get("allow_insecure_http", False)
+        url = base_url_from_env(
+            base_url, self.base_url_vars, self.default_base_url, allow_insecure_http=insecure
+        )
+        super().__init__(model, base_url=url, **settings)
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "

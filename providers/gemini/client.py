@@ -27,6 +27,7 @@ from providers.http.base import (
     join_url,
     tokens,
 )
+from providers.http.endpoint import base_url_from_env
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
 from providers.http.tools import arguments_json
@@ -82,23 +83,32 @@ class GeminiGenerate(VendorProvider):
     """A Gemini model over the Gemini API (Google AI Studio keys).
 
     ``GeminiGenerate("gemini-2.5-flash")`` reads ``GEMINI_API_KEY``, then
-    ``GOOGLE_API_KEY``, at call time. The key goes in ``x-goog-api-key`` (never
-    in the URL), only over https or to loopback unless ``allow_insecure_http=True``.
+    ``GOOGLE_API_KEY``, at call time; built without ``base_url=``, it uses
+    ``GOOGLE_GEMINI_BASE_URL``, then ``GEMINI_BASE_URL``, when set. The key goes in
+    ``x-goog-api-key`` (never in the URL), only over https or to loopback unless
+    ``allow_insecure_http=True``.
     """
 
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    #: Read, in order, when built without ``base_url=`` (see :mod:`providers.http.endpoint`).
+    base_url_vars = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
+    default_base_url = "https://generativelanguage.googleapis.com"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://generativelanguage.googleapis.com",
+        base_url: str | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model
-        super().__init__(model_id, base_url=base_url, **settings)
+        insecure = settings.get("allow_insecure_http", False)
+        url = base_url_from_env(
+            base_url, self.base_url_vars, self.default_base_url, allow_insecure_http=insecure
+        )
+        super().__init__(model_id, base_url=url, **settings)
         root = f"/v1beta/models/{self.model}"
         self._url = join_url(self.base_url, f"{root}:generateContent")
         self._stream_url = join_url(self.base_url, f"{root}:streamGenerateContent?alt=sse")
