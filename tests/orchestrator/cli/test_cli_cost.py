@@ -4,7 +4,6 @@ total that leaves billed attempts out is marked (``Result.unpriced_attempts``, `
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,28 +14,23 @@ from orchestrator.errors import InvalidOutput, ServerError
 from providers.simulated import Fault, SimulatedServer
 from tests.conftest import Scripted, write_chain
 
+# No base_url and no api_key: the providers read the simulator's from the environment.
 CHAIN = """
     providers:
-      priced:
-        {type: openai, model: sim-a, base_url: "${SIM}/openai/v1", api_key: "${K}", price: [1, 2]}
-      unpriced: {type: anthropic, model: sim-b, base_url: "${SIM}/anthropic", api_key: "${K}"}
+      priced: {type: openai, model: sim-a, price: [1, 2]}
+      unpriced: {type: anthropic, model: sim-b}
     agents:
       priced_first: {providers: [priced, unpriced], max_retries: 0}
       unpriced_first: {providers: [unpriced, priced], max_retries: 0}
     """
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
-
-
 @pytest.fixture
-def chain(tmp_path: Path, sim: SimulatedServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    sim.reset()
-    monkeypatch.setenv("SIM", sim.url)
-    monkeypatch.setenv("K", "sk-cost-test-0123456789")
+def chain(
+    tmp_path: Path, simulated_server: SimulatedServer, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    for var, value in simulated_server.environment().items():
+        monkeypatch.setenv(var, value)
     return write_chain(tmp_path, CHAIN)
 
 
@@ -46,9 +40,11 @@ def _verbose(chain: Path, agent: str, capsys: pytest.CaptureFixture[str]) -> lis
 
 
 def test_verbose_shows_each_attempts_cost_and_the_total(
-    chain: Path, sim: SimulatedServer, capsys: pytest.CaptureFixture[str]
+    chain: Path, simulated_server: SimulatedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sim.script("openai", [Fault.ok("yes", usage=(100, 200))])  # 100 * $1 + 200 * $2 per 1M
+    simulated_server.script(
+        "openai", [Fault.ok("yes", usage=(100, 200))]
+    )  # 100 * $1 + 200 * $2 per 1M
     lines = _verbose(chain, "priced_first", capsys)
     (ok,) = [line for line in lines if " try 1 ok in " in line]
     assert ok.startswith("priced_first: priced try 1 ok in ")
@@ -58,10 +54,12 @@ def test_verbose_shows_each_attempts_cost_and_the_total(
 
 
 def test_verbose_says_when_a_billed_attempt_has_no_price(
-    chain: Path, sim: SimulatedServer, capsys: pytest.CaptureFixture[str]
+    chain: Path, simulated_server: SimulatedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sim.script("openai", [Fault.server_error(503)])  # failed, not billed: no cost to show
-    sim.script("anthropic", [Fault.ok("yes", usage=(100, 200))])
+    simulated_server.script(
+        "openai", [Fault.server_error(503)]
+    )  # failed, not billed: no cost to show
+    simulated_server.script("anthropic", [Fault.ok("yes", usage=(100, 200))])
     lines = _verbose(chain, "priced_first", capsys)
     (failed,) = [line for line in lines if " failed after " in line]
     assert "$" not in failed and "cost" not in failed
@@ -71,13 +69,13 @@ def test_verbose_says_when_a_billed_attempt_has_no_price(
 
 
 def test_json_marks_a_total_that_leaves_attempts_out(
-    chain: Path, sim: SimulatedServer, capsys: pytest.CaptureFixture[str]
+    chain: Path, simulated_server: SimulatedServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sim.script("anthropic", [Fault.ok("yes", usage=(100, 200))])
+    simulated_server.script("anthropic", [Fault.ok("yes", usage=(100, 200))])
     assert main(["run", str(chain), "--agent", "unpriced_first", "--json", "hi"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["cost_usd"], data["unpriced_attempts"]) == (None, 1)
-    sim.script("openai", [Fault.ok("yes", usage=(100, 200))])
+    simulated_server.script("openai", [Fault.ok("yes", usage=(100, 200))])
     assert main(["run", str(chain), "--agent", "priced_first", "--json", "hi"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["cost_usd"], data["unpriced_attempts"]) == (pytest.approx(0.0005), 0)
