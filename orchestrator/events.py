@@ -109,7 +109,8 @@ def error_fields(error: BaseException | None) -> dict[str, Any]:
 
 
 def attempt_fields(attempt: Attempt) -> dict[str, Any]:
-    """An attempt's outcome for its event: reason and error, tokens and cost when known."""
+    """An attempt's outcome for its event: reason and error, tokens and cost when known
+    (``unpriced`` when it was billed at a cost nobody knows)."""
     fields: dict[str, Any] = {}
     if attempt.reason is not None:
         fields["reason"] = attempt.reason
@@ -118,6 +119,8 @@ def attempt_fields(attempt: Attempt) -> dict[str, Any]:
         fields["output_tokens"] = attempt.usage.output_tokens
     if attempt.cost_usd is not None:
         fields["cost_usd"] = attempt.cost_usd
+    elif attempt.unpriced:
+        fields["unpriced"] = True  # billed, but Result.cost_usd cannot count it
     if attempt.error is not None:
         fields.update(describe(attempt.error))
     return fields

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["cancel_and_wait", "run_blocking"]
+__all__ = ["cancel_and_wait", "raise_if_cancel_requested", "run_blocking"]
 
 T = TypeVar("T")
 
@@ -53,3 +53,20 @@ async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
         # thrown here too (never lost), so checking in this handler covers every case.
         if caller is not None and caller.cancelling() > pending:
             raise
+
+
+def raise_if_cancel_requested() -> None:
+    """Raise ``CancelledError`` if someone asked to cancel the current task.
+
+    Call it at the top of each turn of a background task's loop. A library awaited
+    inside the loop may swallow the cancellation (on Python 3.11, ``asyncio.wait_for``
+    drops one that lands as the awaited write finishes; redis-py writes that way), and
+    a loop that never sees it runs for ever: ``asyncio.run`` cancels each task once and
+    waits for it, so the process never exits. The request count
+    (``Task.cancelling()``) survives the swallowing, so it is the check that holds.
+    Only for a task's own loop: inside ``asyncio.timeout`` or a TaskGroup the count
+    is theirs to settle.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -27,6 +27,7 @@ from orchestrator.messages import (
     to_messages,
     to_tools,
 )
+from orchestrator.usage import Usage
 
 __all__ = [
     "REASONS",
@@ -179,23 +180,6 @@ def _rebuild_request(fields: dict[str, Any]) -> Request:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts reported by a provider."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-
-@dataclass(frozen=True, slots=True)
 class Response:
     """What a provider returns: the text, token usage, cost and the model that answered.
 
@@ -256,6 +240,11 @@ class Attempt:
     def ok(self) -> bool:
         return self.error is None and self.reason is None
 
+    @property
+    def unpriced(self) -> bool:
+        """Billed (it reported tokens, or it answered) at a cost nobody knows: no price."""
+        return self.cost_usd is None and (self.usage is not None or self.ok)
+
     def kind_label(self) -> str:
         """The error's type name, or the reason when there is no error object."""
         if self.error is not None:
@@ -315,9 +304,15 @@ class Result(Generic[ValueT]):
 
     @property
     def cost_usd(self) -> float | None:
-        """Cost summed over every attempt that consumed priced tokens."""
+        """Cost summed over every attempt that consumed priced tokens: a lower bound when
+        :attr:`unpriced_attempts` is not empty."""
         costs = [a.cost_usd for a in self.attempts if a.cost_usd is not None]
         return sum(costs) if costs else None
+
+    @property
+    def unpriced_attempts(self) -> tuple[Attempt, ...]:
+        """The billed attempts whose cost is unknown (no price), left out of ``cost_usd``."""
+        return tuple(a for a in self.attempts if a.unpriced)
 
     @property
     def failed_attempts(self) -> tuple[Attempt, ...]:

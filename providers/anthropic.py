@@ -59,21 +59,24 @@ class AnthropicMessages(VendorProvider):
     """A Claude model over the Messages API.
 
     ``AnthropicMessages("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY`` at call
-    time; ``max_tokens`` is used when the request does not set one (the API
-    requires it). The key goes in ``x-api-key``, only over https or to loopback
-    unless ``allow_insecure_http=True``. ``accepts_prefill`` defaults by model
-    (Claude 4.6 and later refuse one: :mod:`providers.http.prefill`).
+    time, and ``ANTHROPIC_BASE_URL`` when built without ``base_url=``; ``max_tokens``
+    is used when the request does not set one (the API requires it). The key goes in
+    ``x-api-key``, only over https or to loopback unless ``allow_insecure_http=True``.
+    ``accepts_prefill`` defaults by model (Claude 4.6 and later refuse one:
+    :mod:`providers.http.prefill`).
     """
 
     reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "anthropic"
     env_vars = ("ANTHROPIC_API_KEY",)
+    base_url_vars = ("ANTHROPIC_BASE_URL",)
+    default_base_url = "https://api.anthropic.com"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://api.anthropic.com",
+        base_url: str | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
         accepts_prefill: bool | None = None,

@@ -64,8 +64,9 @@ class OpenAIChat(VendorProvider):
 
     ``OpenAIChat("gpt-4o-mini")`` reads ``OPENAI_API_KEY`` at call time; give
     ``base_url=`` for another region or server (``.../v1``, without
-    ``/chat/completions``). ``max_tokens_param="max_completion_tokens"`` for
-    OpenAI reasoning models that refuse ``max_tokens``. The key travels only
+    ``/chat/completions``), else ``OPENAI_BASE_URL`` is used when set.
+    ``max_tokens_param="max_completion_tokens"`` for OpenAI reasoning models
+    that refuse ``max_tokens``. The key travels only
     over https or to loopback unless ``allow_insecure_http=True``.
     ``accepts_prefill=True`` for a server that continues a trailing assistant
     message (a mid-stream rescue is otherwise asked for as a user turn:
@@ -75,12 +76,14 @@ class OpenAIChat(VendorProvider):
     reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "openai"
     env_vars = ("OPENAI_API_KEY",)
+    base_url_vars = ("OPENAI_BASE_URL",)
+    default_base_url = "https://api.openai.com/v1"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str | None = None,
         max_tokens_param: str = "max_tokens",
         accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],

@@ -10,15 +10,13 @@ format, or null) and ``report`` (a path for the outcome as JSON).
 The substitution, the only thing that differs from a user's run:
 
 - a :class:`SimulatedServer` runs on loopback, scripted with ``script``;
-- ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` and ``GEMINI_API_KEY`` are set to a
-  fake key (real keys are dropped, so nothing reaches a vendor);
-- ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GEMINI_BASE_URL`` hold the
-  simulator's base URLs (for a chain file's ``base_url: "${OPENAI_BASE_URL:-...}"``),
-  ``FAILOVER_SIM_URL`` its root (``http://127.0.0.1:PORT``);
-- ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built without a
-  ``base_url=`` get the simulator's, and an ``HTTPFallback`` whose URL is not on
-  loopback is sent to the simulator's ``http`` route. A snippet that passes its
-  own loopback URL (its own ``SimulatedServer``) keeps it.
+- the environment is what ``failover simulate`` prints (``sim.environment()``): the
+  base-URL variables the vendor providers read when built without ``base_url=``
+  (``OPENAI_BASE_URL``...), a fake key per vendor (real keys are dropped, so nothing
+  reaches a vendor) and ``FAILOVER_SIM_URL``, the root (``http://127.0.0.1:PORT``);
+- an ``HTTPFallback`` whose URL is not on loopback is sent to the simulator's
+  ``http`` route. A snippet that passes its own loopback URL (its own
+  ``SimulatedServer``) keeps it.
 
 Python code may ``await`` at top level (as in ``python -m asyncio``): it then
 runs in one event loop. The report says whether the snippet ran to its end and
@@ -44,7 +42,6 @@ from urllib.parse import urlsplit
 from providers.simulated import SimulatedServer
 from providers.simulated.script import parse_script
 
-FAKE_KEY = "sim-key"
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -68,30 +65,10 @@ def _defaulting(modules: tuple[str, ...], name: str, fix: Any) -> None:
 
 
 def substitute(sim: SimulatedServer) -> None:
-    """Point the vendor providers at ``sim`` and give them fake keys (see the module doc)."""
+    """Point the providers at ``sim`` with fake keys, as a user would (see the module doc)."""
     for var in KEY_VARS:
         os.environ.pop(var, None)
-    for var in KEY_VARS[:3]:
-        os.environ[var] = FAKE_KEY
-    os.environ["OPENAI_BASE_URL"] = sim.openai_url
-    os.environ["ANTHROPIC_BASE_URL"] = sim.anthropic_url
-    os.environ["GEMINI_BASE_URL"] = sim.gemini_url
-    os.environ["FAILOVER_SIM_URL"] = sim.url
-    for modules, name, url in (
-        (("providers.openai", "providers"), "OpenAIChat", sim.openai_url),
-        (("providers.anthropic", "providers"), "AnthropicMessages", sim.anthropic_url),
-        (
-            ("providers.gemini.client", "providers.gemini", "providers"),
-            "GeminiGenerate",
-            sim.gemini_url,
-        ),
-    ):
-
-        def base_url(args: list[Any], kwargs: dict[str, Any], url: str = url) -> Any:
-            kwargs.setdefault("base_url", url)
-            return args, kwargs
-
-        _defaulting(modules, name, base_url)
+    os.environ.update(sim.environment())
 
     def http_url(args: list[Any], kwargs: dict[str, Any]) -> Any:
         url = args[0] if args else kwargs.get("url")

@@ -60,12 +60,23 @@ def _why(e: Fields) -> str:
     return f"{e.get('error_type')} ({label})"
 
 
+def _usd(cost: Any) -> str:
+    return f"${cost:.6f}" if isinstance(cost, int | float) else "$?"
+
+
+def _cost(e: Fields) -> str:
+    """``, $0.000420`` for a priced attempt, a warning for a billed one with no price."""
+    if e.get("cost_usd") is not None:
+        return f", {_usd(e.get('cost_usd'))}"
+    return ", cost unknown (no price)" if e.get("unpriced") else ""
+
+
 def _failed(e: Fields) -> str:
     if e.get("attempt") == 0:  # skipped without a request: an open circuit, a small window...
         reason = e.get("reason")
         return f"skipped {e.get('child')}: {_SKIPPED.get(str(reason), str(reason))}"
     took = _ms(e.get("duration"))
-    return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}"
+    return f"{e.get('child')} try {e.get('attempt')} failed after {took}: {_why(e)}{_cost(e)}"
 
 
 def _retry(e: Fields) -> str:
@@ -78,7 +89,12 @@ def _next(attempt: Any) -> str:
 
 def _answered(e: Fields) -> str:
     took = _ms(e.get("latency"))
-    return f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s) in {took}"
+    line = f"answered by {e.get('handled_by')} after {e.get('attempts')} attempt(s) in {took}"
+    unpriced, cost = e.get("unpriced_attempts"), e.get("cost_usd")
+    if unpriced:  # the total would silently leave them out
+        total = f"at least {_usd(cost)}" if cost is not None else "cost unknown"
+        return f"{line}, {total} ({unpriced} attempt(s) with no price)"
+    return f"{line}, {_usd(cost)}" if cost is not None else line
 
 
 def _hedge_lost(e: Fields) -> str:
@@ -121,7 +137,9 @@ _LINES: dict[str, tuple[str, Callable[[Fields], str]]] = {
     "retry_scheduled": ("yellow", _retry),
     "attempt_succeeded": (
         "green",
-        lambda e: f"{e.get('child')} try {e.get('attempt')} ok in {_ms(e.get('duration'))}",
+        lambda e: (
+            f"{e.get('child')} try {e.get('attempt')} ok in {_ms(e.get('duration'))}{_cost(e)}"
+        ),
     ),
     "fallback": (
         "yellow",

@@ -77,6 +77,7 @@ def result_json(result: Result) -> dict[str, Any]:
         "latency": result.latency,
         "usage": _usage(result.usage),
         "cost_usd": result.cost_usd,
+        "unpriced_attempts": len(result.unpriced_attempts),  # billed, not in cost_usd
         "value": value,
         "stopped": None
         if result.stopped is None

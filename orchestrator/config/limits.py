@@ -55,6 +55,19 @@ def _too_deep(label: str, line: int | None) -> ConfigError:
     )
 
 
+def _unprintable(label: str, text: str, position: int) -> ConfigError:
+    """YAML allows no control character anywhere (even in a comment): say where and what."""
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    code = f"U+{ord(text[position]):04X}" if 0 <= position < len(text) else "a character"
+    return _refuse(
+        label,
+        line,
+        f"invalid YAML: {code} at column {column} is a control character, which YAML "
+        "allows nowhere, not even in a comment; delete it",
+    )
+
+
 def read_capped(path: FsPath, label: str) -> str:
     """The file's text (UTF-8, universal newlines), refusing a file over ``MAX_FILE_BYTES``.
 
@@ -93,7 +106,10 @@ class BoundedYamlLoader(yaml.SafeLoader):
     """
 
     def __init__(self, text: str, label: str) -> None:
-        super().__init__(text)
+        try:
+            super().__init__(text)  # checks every character of the text at once
+        except yaml.reader.ReaderError as exc:
+            raise _unprintable(label, text, exc.position) from None
         self._label = label
         self._depth = 0
         self._nodes = 0  # nodes composed so far, aliases counted expanded
@@ -118,6 +134,22 @@ class BoundedYamlLoader(yaml.SafeLoader):
         if event.anchor is not None:
             self._sizes[event.anchor] = self._nodes - start
         return node
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """PyYAML's constructors raise bare ``ValueError``/``AttributeError`` (``!!timestamp
+        nope``, ``2001-13-40``, an integer of 5,000 digits): a ``ConstructorError`` at the
+        node instead, so the file's line is named."""
+        try:
+            return super().construct_object(node, deep)
+        except (yaml.YAMLError, ConfigError):
+            raise
+        except Exception as exc:  # the one boundary where PyYAML's own errors enter
+            tag = str(node.tag).rpartition(":")[2] or "tagged"
+            what = f"cannot read this {tag} value ({type(exc).__name__})"
+            fix = "quote it to keep it as text, or correct it"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{what}; {fix}", node.start_mark
+            ) from None
 
     def _count_alias(self, anchor: str, line: int | None) -> None:
         size = self._sizes.get(anchor)

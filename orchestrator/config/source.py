@@ -172,6 +172,8 @@ def _parse_toml(label: str, text: str) -> tuple[Any, Locator]:
         if m:
             what += f" (column {m.group(2)})"
         raise ConfigError([Problem(label, line, (), f"invalid TOML: {what}")]) from None
+    except ValueError as exc:  # tomllib's int() of a 5,000-digit number: not a TOMLDecodeError
+        raise ConfigError([_unreadable_toml(label, text, exc)]) from None
     lines = _toml_lines(text)
 
     def locate(path: Path) -> int | None:
@@ -189,6 +191,24 @@ def _parse_toml(label: str, text: str) -> tuple[Any, Locator]:
 
     check_data_depth(label, data, locate_under)  # dotted keys and headers nest without brackets
     return data, locate
+
+
+def _unreadable_toml(label: str, text: str, exc: ValueError) -> Problem:
+    """A value tomllib parsed but Python could not convert: name the line of a number too
+    long for ``int()`` (over 4,300 digits), the one case known to reach here."""
+    runs = (m for m in re.finditer(r"[0-9_]+", text) if m.end() - m.start() > 4000)
+    long = next(runs, None)
+    if long is None:
+        return Problem(
+            label, None, (), f"invalid TOML: a value cannot be read ({type(exc).__name__})"
+        )
+    line = text.count("\n", 0, long.start()) + 1
+    return Problem(
+        label,
+        line,
+        (),
+        "invalid TOML: a number too long to read (over 4,300 digits); use a small one",
+    )
 
 
 def _dotted(key: str) -> list[str]:

@@ -326,6 +326,8 @@ class Run:
             handled_by=result.handled_by,
             attempts=len(result.attempts),
             latency=result.latency,
+            cost_usd=result.cost_usd,
+            unpriced_attempts=len(result.unpriced_attempts),
         )
         return result
 

@@ -83,8 +83,10 @@ class GeminiGenerate(VendorProvider):
     """A Gemini model over the Gemini API (Google AI Studio keys).
 
     ``GeminiGenerate("gemini-2.5-flash")`` reads ``GEMINI_API_KEY``, then
-    ``GOOGLE_API_KEY``, at call time. The key goes in ``x-goog-api-key`` (never
-    in the URL), only over https or to loopback unless ``allow_insecure_http=True``.
+    ``GOOGLE_API_KEY``, at call time; built without ``base_url=``, it uses
+    ``GOOGLE_GEMINI_BASE_URL``, then ``GEMINI_BASE_URL``, when set. The key goes in
+    ``x-goog-api-key`` (never in the URL), only over https or to loopback unless
+    ``allow_insecure_http=True``.
     """
 
     reports_progress = True  # every stream event is progress (engine.deadlines)
@@ -92,12 +94,14 @@ class GeminiGenerate(VendorProvider):
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    base_url_vars = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
+    default_base_url = "https://generativelanguage.googleapis.com"
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str = "https://generativelanguage.googleapis.com",
+        base_url: str | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         model_id = model.removeprefix("models/") if isinstance(model, str) else model

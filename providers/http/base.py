@@ -43,6 +43,7 @@ from providers.http.catalogue import model_facts
 from providers.http.client import TransportError, shared_client
 from providers.http.cost import bill, cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
+from providers.http.endpoint import base_url_from_env
 from providers.http.errors import not_found_at, redacted, short
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.shape import (
@@ -128,12 +129,15 @@ class VendorProvider(KeywordChecked, HTTPCaller):
     #: Whether ``context_window`` holds the reply too (so ``max_tokens`` counts against it).
     window_counts_output: ClassVar[bool] = True
     env_vars: ClassVar[tuple[str, ...]] = ()
+    #: Read, in order, when built without ``base_url=`` (:mod:`providers.http.endpoint`).
+    base_url_vars: ClassVar[tuple[str, ...]] = ()
+    default_base_url: ClassVar[str] = ""
 
     def __init__(
         self,
         model: str,
         *,
-        base_url: str,
+        base_url: str | None,
         api_key: str | Secret | None = None,
         name: str | None = None,
         timeout: float | timedelta = 60.0,
@@ -153,7 +157,12 @@ class VendorProvider(KeywordChecked, HTTPCaller):
             raise ValueError(f"{cls}.model: {model!r} must be a non-empty model name")
         self.model = model
         self.base_url = check_endpoint(
-            base_url,
+            base_url_from_env(
+                base_url,
+                self.base_url_vars,
+                self.default_base_url,
+                allow_insecure_http=allow_insecure_http,
+            ),
             field=f"{cls}.base_url",
             allow_insecure_http=allow_insecure_http,
             allow_user_info=False,

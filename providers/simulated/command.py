@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shlex
 import signal
 import sys
 
@@ -34,6 +35,9 @@ async def _serve(sim: SimulatedServer) -> None:
     print(f"  anthropic  {sim.anthropic_url}", flush=True)
     print(f"  gemini     {sim.gemini_url}", flush=True)
     print(f"  http       {sim.http_url}", flush=True)
+    print("point unchanged code and chain files here (any key will do):", flush=True)
+    for var, value in sim.environment().items():
+        print(f"  export {var}={shlex.quote(value)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -74,7 +74,10 @@ from providers.simulated.wires.http import HTTPWire
 from providers.simulated.wires.openai import OpenAIWire
 from providers.simulated.wires.responses import ResponsesWire
 
-__all__ = ["ROUTES", "Fault", "SimulatedServer"]
+__all__ = ["ROUTES", "SIM_KEY", "Fault", "SimulatedServer"]
+
+#: The placeholder key :meth:`SimulatedServer.environment` gives each vendor: any key will do.
+SIM_KEY = "sim-key"
 
 _WIRES: dict[str, Wire] = {
     "/openai/v1/chat/completions": OpenAIWire(),
@@ -163,6 +166,22 @@ class SimulatedServer:
     def http_url(self) -> str:
         """The URL of the plain JSON route (``.../http/complete``)."""
         return f"{self.url}/http/complete"
+
+    def environment(self) -> dict[str, str]:
+        """The variables that send unchanged code here: each vendor provider's base-URL
+        variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
+        each vendor (the server checks none) and ``FAILOVER_SIM_URL``, the root.
+        ``failover simulate`` prints them as ``export`` lines."""
+        from providers.anthropic import AnthropicMessages
+        from providers.gemini import GeminiGenerate
+        from providers.openai import OpenAIChat
+
+        routes = ((OpenAIChat, self.openai_url), (AnthropicMessages, self.anthropic_url))
+        env = {"FAILOVER_SIM_URL": self.url}
+        for vendor, url in (*routes, (GeminiGenerate, self.gemini_url)):
+            env.update(dict.fromkeys(vendor.base_url_vars, url))
+            env[vendor.env_vars[0]] = SIM_KEY
+        return env
 
     # -- scripting and inspection ---------------------------------------------------
 

@@ -159,6 +159,7 @@ def test_public_api_is_exactly_all() -> None:
         "tools",
         "messages",
         "ignored",
+        "usage",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

@@ -8,6 +8,7 @@ from typing import Any
 
 from orchestrator.health.redis.scripts import CLAIM, READ, RECORD, REOPEN
 from orchestrator.secrets import redact_url
+from orchestrator.tasks import raise_if_cancel_requested
 
 __all__ = ["close_client", "connect", "listen", "safe_url"]
 
@@ -65,6 +66,7 @@ async def listen(url: str, channel: str, on_message: Callable[[], None]) -> None
     try:
         await pubsub.subscribe(channel)
         while True:
+            raise_if_cancel_requested()
             if await pubsub.get_message(timeout=1.0) is not None:
                 on_message()
     except Exception:

@@ -35,7 +35,7 @@ from orchestrator.health.model import (
 )
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
 from orchestrator.health.redis.scripts import BUCKETS
-from orchestrator.tasks import cancel_and_wait
+from orchestrator.tasks import cancel_and_wait, raise_if_cancel_requested
 from orchestrator.units import seconds
 
 __all__ = ["RedisHealthStore"]
@@ -272,6 +272,7 @@ class RedisHealthStore:
         shas: dict[str, str] = {}
         try:
             while True:
+                raise_if_cancel_requested()  # redis-py may have swallowed one: see there
                 closing = self._closed
                 self._ticks_started += 1
                 number = self._ticks_started
