@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -47,32 +48,35 @@ class Server:
         return await self.handler(request)
 
 
-async def _start(server: Server) -> web.AppRunner:
+@asynccontextmanager
+async def serving() -> AsyncIterator[Server]:
+    """A started :class:`Server` on a free loopback port, cleaned up on exit."""
+    server = Server()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", server._dispatch)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    server.url = f"http://127.0.0.1:{port}"
-    return runner
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server.url = f"http://127.0.0.1:{port}"
+        yield server
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture
 async def srv() -> AsyncIterator[Server]:
-    server = Server()
-    runner = await _start(server)
-    yield server
-    await runner.cleanup()
+    async with serving() as server:
+        yield server
 
 
 @pytest.fixture
 async def other() -> AsyncIterator[Server]:
-    server = Server()
-    runner = await _start(server)
-    yield server
-    await runner.cleanup()
+    """A second server, for redirects that cross origins."""
+    async with serving() as server:
+        yield server
 
 
 def vendor(route: str, base: str, **kw: Any) -> Any:
