@@ -182,35 +182,6 @@ async def test_codex_success_reads_the_last_agent_message(tmp_path: Path) -> Non
     assert argv[argv.index("-m") + 1] == "gpt-test"
 
 
-@pytest.mark.parametrize(
-    ("message", "expected"),
-    [
-        ("exceeded retry limit, last status: 429 Too Many Requests", errors.RateLimited),
-        ("Quota exceeded. Check your plan and billing details.", errors.QuotaExhausted),
-        (
-            "Codex ran out of room in the model's context window. Start a new thread.",
-            errors.ContextWindowExceeded,
-        ),
-        (
-            "unexpected status 401 Unauthorized: Incorrect API key provided",
-            errors.AuthenticationFailed,
-        ),
-        (
-            "We're currently experiencing high demand, which may cause temporary errors.",
-            errors.Overloaded,
-        ),
-        ("unexpected status 503 Service Unavailable: upstream", errors.ServerError),
-        ("The model gpt-5 does not exist or you do not have access to it.", errors.ModelNotFound),
-    ],
-)
-async def test_codex_turn_failed_messages_are_classified(
-    message: str, expected: type[errors.ProviderError]
-) -> None:
-    cli = Codex(executable=FAKE_AGENT, env=env_for("codex", f"error::{message}"))
-    with pytest.raises(expected):
-        await cli.complete(Request("hi"))
-
-
 def test_codex_rejects_a_bad_key_variable_name() -> None:
     with pytest.raises(ValueError, match=r"Codex\.api_key_env"):
         Codex(api_key_env="sk-not-a-name")
@@ -272,34 +243,84 @@ async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("scenario", "expected"),
+    ("tool", "scenario", "expected"),
     [
+        (
+            "codex",
+            "error::exceeded retry limit, last status: 429 Too Many Requests",
+            errors.RateLimited,
+        ),
+        (
+            "codex",
+            "error::Quota exceeded. Check your plan and billing details.",
+            errors.QuotaExhausted,
+        ),
+        (
+            "codex",
+            "error::Codex ran out of room in the model's context window. Start a new thread.",
+            errors.ContextWindowExceeded,
+        ),
+        (
+            "codex",
+            "error::unexpected status 401 Unauthorized: Incorrect API key provided",
+            errors.AuthenticationFailed,
+        ),
+        (
+            "codex",
+            "error::We're currently experiencing high demand, which may cause temporary errors.",
+            errors.Overloaded,
+        ),
+        ("codex", "error::unexpected status 503 Service Unavailable: upstream", errors.ServerError),
+        (
+            "codex",
+            "error::The model gpt-5 does not exist or you do not have access to it.",
+            errors.ModelNotFound,
+        ),
         # Over HTTP this very Gemini reply is a ServerError (test_http_errors_map,
         # test_http_matrix); this row asserted the CLI path's drifted answer, Overloaded.
-        ("error:503:The model is overloaded. Please try again later.", errors.ServerError),
-        ("error:429:Resource has been exhausted (e.g. check quota).", errors.RateLimited),
         (
+            "gemini",
+            "error:503:The model is overloaded. Please try again later.",
+            errors.ServerError,
+        ),
+        ("gemini", "error:429:Resource has been exhausted (e.g. check quota).", errors.RateLimited),
+        (
+            "gemini",
             "error:429:You exceeded your current quota, please check your plan",
             errors.QuotaExhausted,
         ),
-        ("error:400:API key not valid. Please pass a valid API key.", errors.AuthenticationFailed),
         (
+            "gemini",
+            "error:400:API key not valid. Please pass a valid API key.",
+            errors.AuthenticationFailed,
+        ),
+        (
+            "gemini",
             "error:400:The input token count (300000) exceeds the maximum",
             errors.ContextWindowExceeded,
         ),
-        ("error:500:Internal error encountered.", errors.ServerError),
-        ("error:41:Invalid auth method selected.", errors.AuthenticationFailed),
-        ("error:55:Gemini CLI is not running in a trusted directory.", errors.UnusableError),
-        ("error:53:Reached max session turns", errors.InvalidOutput),
+        ("gemini", "error:500:Internal error encountered.", errors.ServerError),
+        ("gemini", "error:41:Invalid auth method selected.", errors.AuthenticationFailed),
+        (
+            "gemini",
+            "error:55:Gemini CLI is not running in a trusted directory.",
+            errors.UnusableError,
+        ),
+        ("gemini", "error:53:Reached max session turns", errors.InvalidOutput),
     ],
 )
-async def test_gemini_errors_are_classified_from_the_json_on_stderr(
-    scenario: str, expected: type[errors.ProviderError], tmp_path: Path
+async def test_codex_and_gemini_errors_are_classified(
+    tool: str, scenario: str, expected: type[errors.ProviderError], tmp_path: Path
 ) -> None:
-    cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env_for("gemini", scenario))
+    """Codex's turn.failed messages and Gemini's JSON on stderr, as each CLI prints them."""
+    env = env_for(tool, scenario)
+    if tool == "codex":
+        cli: CLIAgent = Codex(executable=FAKE_AGENT, env=env)
+    else:
+        cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env)
     with pytest.raises(expected) as info:
         await cli.complete(Request("hi"))
-    assert info.value.provider == "gemini-cli"
+    assert info.value.provider == cli.name
 
 
 async def test_gemini_untrusted_folder_error_names_the_fix(tmp_path: Path) -> None:
