@@ -31,7 +31,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from providers_bench import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BODY = json.dumps({"model": "direct", "messages": [{"role": "user", "content": "ping"}]}).encode()
@@ -64,13 +67,6 @@ agents:
   direct: {providers: [fn], max_retries: 0, retry_strategy: none}
 """
 FUNCTION = "async def reply(request):\n    return 'pong'\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def cpu_seconds(pid: int) -> float:

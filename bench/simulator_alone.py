@@ -1,6 +1,6 @@
 """How fast is the simulated provider server on its own?
 
-Starts ``python -m providers.simulated --port 0`` in a child process (so the
+Starts ``python -m providers.simulated`` in a child process (``providers_bench.Sim``) (so the
 client's CPU and the server's are measured apart) and drives it with a plain
 ``aiohttp.ClientSession`` loop: sequential calls, then bursts of 200 concurrent
 calls, on the OpenAI JSON route and the OpenAI SSE route. Prints calls/s,
@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ from typing import Any
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))
+
+from providers_bench import Sim
 
 
 def _server_cpu(pid: int) -> float:
@@ -102,23 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=3000, help="calls per concurrent run")
     parser.add_argument("--concurrency", type=int, default=200)
     args = parser.parse_args(argv)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "providers.simulated", "--port", "0"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    sim = Sim()  # its own process, so the server's CPU is measured apart from ours
     try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        if " on " not in first:
-            raise RuntimeError(f"the simulated server did not start: {first!r}")
-        base = first.rsplit(" on ", 1)[1].strip()
-        print(f"server {base} (pid {server.pid}); client: plain aiohttp, this process")
-        asyncio.run(_bench(base, server.pid, args.calls, args.concurrency))
+        print(f"server {sim.url} (pid {sim.proc.pid}); client: plain aiohttp, this process")
+        asyncio.run(_bench(sim.url, sim.proc.pid, args.calls, args.concurrency))
     finally:
-        server.terminate()
-        server.wait(10)
+        sim.close()
     return 0
 
 

@@ -14,6 +14,8 @@ from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
 
 from .conftest_cli import FAKE_AGENT
 
+REC = "rec.json"
+
 
 def env_for(tool: str, scenario: str = "ok", record: Path | None = None) -> dict[str, str | None]:
     env: dict[str, str | None] = {"STANDIN_TOOL": tool, "STANDIN_SCENARIO": scenario}
@@ -22,8 +24,14 @@ def env_for(tool: str, scenario: str = "ok", record: Path | None = None) -> dict
     return env
 
 
-def recorded(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
+def recording(tool: str, directory: Path, **env: str) -> dict[str, Any]:
+    """Keywords that run an agent on the stand-in playing ``tool``'s successful run, which
+    records its argv, stdin and environment in ``directory`` (read by :func:`recorded`)."""
+    return {"executable": FAKE_AGENT, "env": {**env_for(tool, record=directory / REC), **env}}
+
+
+def recorded(directory: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((directory / REC).read_text())
     return data
 
 
@@ -31,13 +39,11 @@ def recorded(path: Path) -> dict[str, Any]:
 
 
 async def test_claude_success_reads_the_json_result(tmp_path: Path) -> None:
-    rec = tmp_path / "rec.json"
     cli = ClaudeCode(
         model="claude-test-1",
         max_turns=3,
         system_prompt="You are terse.",
-        executable=FAKE_AGENT,
-        env=env_for("claude", record=rec),
+        **recording("claude", tmp_path),
     )
     resp = await cli.complete(Request("say ping", system="Answer in English."))
     assert resp.text == "pong"
@@ -45,7 +51,7 @@ async def test_claude_success_reads_the_json_result(tmp_path: Path) -> None:
     assert resp.cost_usd == pytest.approx(0.000075)
     assert resp.model == "claude-test-1"
     assert resp.finish_reason == "end_turn"
-    run = recorded(rec)
+    run = recorded(tmp_path)
     assert run["argv"][:3] == ["-p", "--output-format", "json"]
     assert run["argv"][3:] == [
         "--model",
@@ -65,23 +71,18 @@ async def test_claude_max_retries_switch_beats_the_inherited_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "10")
-    rec = tmp_path / "rec.json"
-    await ClaudeCode(
-        executable=FAKE_AGENT, env=env_for("claude", record=rec), base_url="http://x/anthropic"
-    ).complete(Request("hi"))
-    assert recorded(rec)["env"]["CLAUDE_CODE_MAX_RETRIES"] == "0"
-    assert recorded(rec)["env"]["ANTHROPIC_BASE_URL"] == "http://x/anthropic"
+    cli = ClaudeCode(base_url="http://x/anthropic", **recording("claude", tmp_path))
+    await cli.complete(Request("hi"))
+    assert recorded(tmp_path)["env"]["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert recorded(tmp_path)["env"]["ANTHROPIC_BASE_URL"] == "http://x/anthropic"
 
 
 async def test_claude_stream_json_output_is_read_from_its_last_result_event(
     tmp_path: Path,
 ) -> None:
-    rec = tmp_path / "rec.json"
-    cli = ClaudeCode(
-        output_format="stream-json", executable=FAKE_AGENT, env=env_for("claude", record=rec)
-    )
+    cli = ClaudeCode(output_format="stream-json", **recording("claude", tmp_path))
     assert (await cli.complete(Request("hi"))).text == "pong"
-    assert recorded(rec)["argv"][:4] == ["-p", "--output-format", "stream-json", "--verbose"]
+    assert recorded(tmp_path)["argv"][:4] == ["-p", "--output-format", "stream-json", "--verbose"]
 
 
 @pytest.mark.parametrize(
@@ -157,17 +158,11 @@ def test_claude_validates_its_options() -> None:
 
 
 async def test_codex_success_reads_the_last_agent_message(tmp_path: Path) -> None:
-    rec = tmp_path / "rec.json"
-    cli = Codex(
-        model="gpt-test",
-        base_url="http://127.0.0.1:9/v1",
-        executable=FAKE_AGENT,
-        env=env_for("codex", record=rec),
-    )
+    cli = Codex(model="gpt-test", base_url="http://127.0.0.1:9/v1", **recording("codex", tmp_path))
     resp = await cli.complete(Request("say ping"))
     assert resp.text == "pong"
     assert resp.usage == Usage(7, 3)
-    run = recorded(rec)
+    run = recorded(tmp_path)
     argv = run["argv"]
     assert argv[:2] == ["exec", "--json"]
     assert argv[-1] == "-"  # prompt from stdin
@@ -182,35 +177,6 @@ async def test_codex_success_reads_the_last_agent_message(tmp_path: Path) -> Non
     assert argv[argv.index("-m") + 1] == "gpt-test"
 
 
-@pytest.mark.parametrize(
-    ("message", "expected"),
-    [
-        ("exceeded retry limit, last status: 429 Too Many Requests", errors.RateLimited),
-        ("Quota exceeded. Check your plan and billing details.", errors.QuotaExhausted),
-        (
-            "Codex ran out of room in the model's context window. Start a new thread.",
-            errors.ContextWindowExceeded,
-        ),
-        (
-            "unexpected status 401 Unauthorized: Incorrect API key provided",
-            errors.AuthenticationFailed,
-        ),
-        (
-            "We're currently experiencing high demand, which may cause temporary errors.",
-            errors.Overloaded,
-        ),
-        ("unexpected status 503 Service Unavailable: upstream", errors.ServerError),
-        ("The model gpt-5 does not exist or you do not have access to it.", errors.ModelNotFound),
-    ],
-)
-async def test_codex_turn_failed_messages_are_classified(
-    message: str, expected: type[errors.ProviderError]
-) -> None:
-    cli = Codex(executable=FAKE_AGENT, env=env_for("codex", f"error::{message}"))
-    with pytest.raises(expected):
-        await cli.complete(Request("hi"))
-
-
 def test_codex_rejects_a_bad_key_variable_name() -> None:
     with pytest.raises(ValueError, match=r"Codex\.api_key_env"):
         Codex(api_key_env="sk-not-a-name")
@@ -220,20 +186,18 @@ def test_codex_rejects_a_bad_key_variable_name() -> None:
 
 
 async def test_gemini_success_and_its_retry_switch(tmp_path: Path) -> None:
-    rec = tmp_path / "rec.json"
     cli = GeminiCLI(
         model="gemini-test",
         base_url="http://127.0.0.1:9",
         skip_trust=True,
         settings_dir=tmp_path / "settings",
-        executable=FAKE_AGENT,
-        env=env_for("gemini", record=rec),
+        **recording("gemini", tmp_path),
     )
     resp = await cli.complete(Request("say ping"))
     assert resp.text == "pong"
     assert resp.usage == Usage(5, 2)
     assert resp.model == "gemini-test"
-    run = recorded(rec)
+    run = recorded(tmp_path)
     assert run["argv"] == [
         "--output-format",
         "json",
@@ -256,14 +220,10 @@ async def test_gemini_success_and_its_retry_switch(tmp_path: Path) -> None:
 async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) -> None:
     admin = tmp_path / "admin.json"
     admin.write_text(json.dumps({"general": {"vimMode": True}, "tools": {"sandbox": False}}))
-    rec = tmp_path / "rec.json"
-    cli = GeminiCLI(
-        settings_dir=tmp_path / "s",
-        executable=FAKE_AGENT,
-        env={**env_for("gemini", record=rec), "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(admin)},
-    )
+    settings = {"GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(admin)}
+    cli = GeminiCLI(settings_dir=tmp_path / "s", **recording("gemini", tmp_path, **settings))
     await cli.complete(Request("hi"))
-    path = recorded(rec)["env"]["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]
+    path = recorded(tmp_path)["env"]["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]
     assert path != str(admin)
     assert json.loads(Path(path).read_text()) == {
         "general": {"vimMode": True, "maxAttempts": 1},
@@ -272,34 +232,84 @@ async def test_gemini_merges_an_existing_system_settings_file(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("scenario", "expected"),
+    ("tool", "scenario", "expected"),
     [
+        (
+            "codex",
+            "error::exceeded retry limit, last status: 429 Too Many Requests",
+            errors.RateLimited,
+        ),
+        (
+            "codex",
+            "error::Quota exceeded. Check your plan and billing details.",
+            errors.QuotaExhausted,
+        ),
+        (
+            "codex",
+            "error::Codex ran out of room in the model's context window. Start a new thread.",
+            errors.ContextWindowExceeded,
+        ),
+        (
+            "codex",
+            "error::unexpected status 401 Unauthorized: Incorrect API key provided",
+            errors.AuthenticationFailed,
+        ),
+        (
+            "codex",
+            "error::We're currently experiencing high demand, which may cause temporary errors.",
+            errors.Overloaded,
+        ),
+        ("codex", "error::unexpected status 503 Service Unavailable: upstream", errors.ServerError),
+        (
+            "codex",
+            "error::The model gpt-5 does not exist or you do not have access to it.",
+            errors.ModelNotFound,
+        ),
         # Over HTTP this very Gemini reply is a ServerError (test_http_errors_map,
         # test_http_matrix); this row asserted the CLI path's drifted answer, Overloaded.
-        ("error:503:The model is overloaded. Please try again later.", errors.ServerError),
-        ("error:429:Resource has been exhausted (e.g. check quota).", errors.RateLimited),
         (
+            "gemini",
+            "error:503:The model is overloaded. Please try again later.",
+            errors.ServerError,
+        ),
+        ("gemini", "error:429:Resource has been exhausted (e.g. check quota).", errors.RateLimited),
+        (
+            "gemini",
             "error:429:You exceeded your current quota, please check your plan",
             errors.QuotaExhausted,
         ),
-        ("error:400:API key not valid. Please pass a valid API key.", errors.AuthenticationFailed),
         (
+            "gemini",
+            "error:400:API key not valid. Please pass a valid API key.",
+            errors.AuthenticationFailed,
+        ),
+        (
+            "gemini",
             "error:400:The input token count (300000) exceeds the maximum",
             errors.ContextWindowExceeded,
         ),
-        ("error:500:Internal error encountered.", errors.ServerError),
-        ("error:41:Invalid auth method selected.", errors.AuthenticationFailed),
-        ("error:55:Gemini CLI is not running in a trusted directory.", errors.UnusableError),
-        ("error:53:Reached max session turns", errors.InvalidOutput),
+        ("gemini", "error:500:Internal error encountered.", errors.ServerError),
+        ("gemini", "error:41:Invalid auth method selected.", errors.AuthenticationFailed),
+        (
+            "gemini",
+            "error:55:Gemini CLI is not running in a trusted directory.",
+            errors.UnusableError,
+        ),
+        ("gemini", "error:53:Reached max session turns", errors.InvalidOutput),
     ],
 )
-async def test_gemini_errors_are_classified_from_the_json_on_stderr(
-    scenario: str, expected: type[errors.ProviderError], tmp_path: Path
+async def test_codex_and_gemini_errors_are_classified(
+    tool: str, scenario: str, expected: type[errors.ProviderError], tmp_path: Path
 ) -> None:
-    cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env_for("gemini", scenario))
+    """Codex's turn.failed messages and Gemini's JSON on stderr, as each CLI prints them."""
+    env = env_for(tool, scenario)
+    if tool == "codex":
+        cli: CLIAgent = Codex(executable=FAKE_AGENT, env=env)
+    else:
+        cli = GeminiCLI(settings_dir=tmp_path, executable=FAKE_AGENT, env=env)
     with pytest.raises(expected) as info:
         await cli.complete(Request("hi"))
-    assert info.value.provider == "gemini-cli"
+    assert info.value.provider == cli.name
 
 
 async def test_gemini_untrusted_folder_error_names_the_fix(tmp_path: Path) -> None:

@@ -44,6 +44,18 @@ def test_every_status_means_the_same_over_http_and_from_a_cli(status: int) -> No
 @pytest.mark.parametrize(
     ("status", "cls"),
     [
+        (500, E.ServerError),
+        (502, E.ServerError),
+        (503, E.ServerError),
+        (504, E.ServerError),
+        (599, E.ServerError),
+        (529, E.Overloaded),
+        (429, E.RateLimited),
+        (401, E.AuthenticationFailed),
+        (403, E.AuthenticationFailed),
+        (402, E.QuotaExhausted),
+        (404, E.ModelNotFound),
+        (413, E.ContextWindowExceeded),
         (400, E.InvalidRequest),
         (422, E.InvalidRequest),
         # A conflict or lock: OpenAI's and Anthropic's own SDKs retry 409 like 408 and 5xx.
@@ -56,12 +68,13 @@ def test_every_status_means_the_same_over_http_and_from_a_cli(status: int) -> No
         (418, E.UnusableError),
         (451, E.UnusableError),
         (499, E.UnusableError),
-        (529, E.Overloaded),
-        (599, E.ServerError),
     ],
 )
 def test_the_decided_statuses(status: int, cls: type[E.ProviderError]) -> None:
-    assert type(map_status(status, {}, None, provider="p")) is cls
+    err = map_status(status, {}, None, provider="p")
+    assert type(err) is cls
+    assert err.status == status and err.provider == "p"
+    assert str(err).startswith(f"[p] HTTP {status}:")
     assert type(cli(status)) is cls
 
 

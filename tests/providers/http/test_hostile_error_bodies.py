@@ -13,6 +13,7 @@ from orchestrator import errors as E
 from orchestrator.types import Request
 from providers.generic_http import HTTPFallback
 from providers.http.errors import map_anthropic_error, map_gemini_error, map_openai_error
+from tests.providers.http.causes import exception_chain
 
 SECRET = "sk-live-SECRETfromTheTokenSource42"
 
@@ -62,18 +63,6 @@ def test_gemini_quota_violations_of_the_wrong_type_are_ignored(violations: objec
     assert isinstance(map_gemini_error(429, {}, body, provider="g"), E.RateLimited)
 
 
-def _chain(err: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    todo: list[BaseException | None] = [err]
-    while todo:
-        exc = todo.pop()
-        if exc is None or any(exc is seen for seen in out):
-            continue
-        out.append(exc)
-        todo += [exc.__cause__, exc.__context__]
-    return out
-
-
 class _TokenSourceError(Exception):
     pass
 
@@ -87,7 +76,7 @@ async def test_failing_headers_callable_chains_no_secret() -> None:
     provider = HTTPFallback("http://127.0.0.1:9/x", headers=headers)
     with pytest.raises(E.AuthenticationFailed) as info:
         await provider.complete(Request("hi"))
-    for exc in _chain(info.value):
+    for exc in exception_chain(info.value):
         assert not isinstance(exc, _TokenSourceError)
         texts = [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
         texts.append(pickle.dumps(exc).decode("latin-1"))

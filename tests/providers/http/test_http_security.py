@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -47,32 +48,28 @@ class Server:
         return await self.handler(request)
 
 
-async def _start(server: Server) -> web.AppRunner:
+@asynccontextmanager
+async def serving() -> AsyncIterator[Server]:
+    """A started :class:`Server` on a free loopback port, cleaned up on exit."""
+    server = Server()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", server._dispatch)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    server.url = f"http://127.0.0.1:{port}"
-    return runner
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server.url = f"http://127.0.0.1:{port}"
+        yield server
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture
 async def srv() -> AsyncIterator[Server]:
-    server = Server()
-    runner = await _start(server)
-    yield server
-    await runner.cleanup()
-
-
-@pytest.fixture
-async def other() -> AsyncIterator[Server]:
-    server = Server()
-    runner = await _start(server)
-    yield server
-    await runner.cleanup()
+    async with serving() as server:
+        yield server
 
 
 def vendor(route: str, base: str, **kw: Any) -> Any:
@@ -94,36 +91,38 @@ async def drain(provider: Any) -> list[Any]:
 @pytest.mark.parametrize("route", ["openai", "anthropic", "gemini", "http"])
 @pytest.mark.parametrize("client", ["shared", "aiohttp", "httpx"])
 async def test_redirect_is_not_followed_and_is_unusable(
-    srv: Server, other: Server, route: str, client: str
+    srv: Server, route: str, client: str
 ) -> None:
-    async def redirect(request: web.Request) -> web.StreamResponse:
-        raise web.HTTPTemporaryRedirect(f"{other.url}/steal{request.path}")
+    async with serving() as other:  # another origin, where a redirect would lead
 
-    async def catcher(request: web.Request) -> web.StreamResponse:
-        return web.json_response({"text": "pwned"})
+        async def redirect(request: web.Request) -> web.StreamResponse:
+            raise web.HTTPTemporaryRedirect(f"{other.url}/steal{request.path}")
 
-    srv.handler, other.handler = redirect, catcher
-    user: Any = None
-    if client == "aiohttp":
-        user = aiohttp.ClientSession()
-    elif client == "httpx":
-        user = httpx.AsyncClient(follow_redirects=True)  # the transport still refuses
-    try:
-        if route == "http":
-            provider: Any = HTTPFallback(
-                f"{srv.url}/c", headers={"authorization": "Bearer tok-1234"}, client=user
-            )
-        else:
-            provider = vendor(route, srv.url, client=user)
-        with pytest.raises(E.UnusableError, match=r"check (base_)?url") as info:
-            await provider.complete(Request("hi"))
-        assert info.value.status == 307
-        with pytest.raises(E.UnusableError, match=r"check (base_)?url"):
-            await drain(provider)
-    finally:
-        if user is not None:
-            await (user.aclose() if client == "httpx" else user.close())
-    assert other.hits == []  # neither the key nor the prompt went to the other origin
+        async def catcher(request: web.Request) -> web.StreamResponse:
+            return web.json_response({"text": "pwned"})
+
+        srv.handler, other.handler = redirect, catcher
+        user: Any = None
+        if client == "aiohttp":
+            user = aiohttp.ClientSession()
+        elif client == "httpx":
+            user = httpx.AsyncClient(follow_redirects=True)  # the transport still refuses
+        try:
+            if route == "http":
+                provider: Any = HTTPFallback(
+                    f"{srv.url}/c", headers={"authorization": "Bearer tok-1234"}, client=user
+                )
+            else:
+                provider = vendor(route, srv.url, client=user)
+            with pytest.raises(E.UnusableError, match=r"check (base_)?url") as info:
+                await provider.complete(Request("hi"))
+            assert info.value.status == 307
+            with pytest.raises(E.UnusableError, match=r"check (base_)?url"):
+                await drain(provider)
+        finally:
+            if user is not None:
+                await (user.aclose() if client == "httpx" else user.close())
+        assert other.hits == []  # neither the key nor the prompt went to the other origin
 
 
 async def test_redirect_loop_is_unusable_not_connection_failed_and_hides_the_token(
@@ -333,20 +332,22 @@ async def test_vendor_extra_credential_headers_are_masked(srv: Server) -> None:
 
 
 async def test_loopback_targets_bypass_the_environment_proxy(
-    srv: Server, other: Server, monkeypatch: pytest.MonkeyPatch
+    srv: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def ok(request: web.Request) -> web.StreamResponse:
-        return web.json_response({"content": [{"type": "text", "text": "direct"}]})
+    async with serving() as other:  # the proxy
 
-    async def proxy(request: web.Request) -> web.StreamResponse:
-        return web.json_response({"content": [{"type": "text", "text": "via proxy"}]})
+        async def ok(request: web.Request) -> web.StreamResponse:
+            return web.json_response({"content": [{"type": "text", "text": "direct"}]})
 
-    srv.handler, other.handler = ok, proxy
-    monkeypatch.setenv("HTTP_PROXY", other.url)  # a loopback stand-in for proxy.corp:3128
-    monkeypatch.setenv("ALL_PROXY", other.url)
-    provider = vendor("anthropic", srv.url.replace("127.0.0.1", "localhost"))
-    assert (await provider.complete(Request("hi"))).text == "direct"
-    assert other.hits == [] and len(srv.hits) == 1
+        async def proxy(request: web.Request) -> web.StreamResponse:
+            return web.json_response({"content": [{"type": "text", "text": "via proxy"}]})
+
+        srv.handler, other.handler = ok, proxy
+        monkeypatch.setenv("HTTP_PROXY", other.url)  # a loopback stand-in for proxy.corp:3128
+        monkeypatch.setenv("ALL_PROXY", other.url)
+        provider = vendor("anthropic", srv.url.replace("127.0.0.1", "localhost"))
+        assert (await provider.complete(Request("hi"))).text == "direct"
+        assert other.hits == [] and len(srv.hits) == 1
 
 
 async def test_plain_http_proxy_refuses_credentials_to_an_http_target(

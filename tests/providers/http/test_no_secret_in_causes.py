@@ -34,6 +34,7 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
+from tests.providers.http.causes import exception_chain
 from tests.providers.http.test_http_matrix import CASES, call
 
 KEYS = {
@@ -75,16 +76,9 @@ def _renderings(exc: BaseException) -> list[str]:
 def leaks(err: BaseException, secrets: list[str]) -> list[str]:
     """What ``err`` or any exception in its cause/context chain reveals of ``secrets``."""
     found: list[str] = []
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [err]
-    while todo:
-        exc = todo.pop()
-        if exc is None or id(exc) in seen:
-            continue
-        seen.add(id(exc))
+    for exc in exception_chain(err):
         for text in _renderings(exc):
             found += [f"{type(exc).__name__} shows {s[:24]!r}" for s in secrets if s in text]
-        todo += [exc.__cause__, exc.__context__]
     return sorted(set(found))
 
 

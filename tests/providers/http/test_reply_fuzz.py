@@ -1,7 +1,7 @@
 """Fuzz the reply parsers: whatever bytes come back, the outcome is a Response or a
 taxonomy error (``orchestrator.errors.ProviderError``), never anything else.
 
-The providers run on an in-memory transport (no sockets), complete and stream,
+The providers run on an in-memory httpx client (no sockets), complete and stream,
 over arbitrary bytes and over valid replies with one value replaced by an
 arbitrary JSON value (huge or non-finite numbers, deep lists, wrong types).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,71 +23,50 @@ from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
-from providers.http.transport import Transport
 from providers.openai import OpenAIChat
 
 ROUTES = ("openai", "anthropic", "gemini", "http")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-class _Stream:
-    def __init__(self, status: int, body: bytes) -> None:
-        self.status = status
-        self.headers: Mapping[str, str] = {"content-type": "text/event-stream"}
-        self._body = body
-
-    async def read(self) -> bytes:
-        return self._body
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        for i in range(0, len(self._body), 97):  # odd-sized chunks split lines and UTF-8
-            yield self._body[i : i + 97]
+async def _chunks(body: bytes) -> AsyncIterator[bytes]:
+    for i in range(0, len(body), 97):  # odd-sized chunks split lines and UTF-8
+        yield body[i : i + 97]
 
 
-class Canned(Transport):
-    """A transport answering every request with ``status`` and ``body`` (``post`` reads
-    the stream whole, as the protocol's default does)."""
+def canned(status: int, body: bytes) -> httpx.AsyncClient:
+    """An in-memory client (httpx's ``MockTransport``, no sockets) answering every request
+    with ``status`` and ``body``, streamed in odd-sized chunks."""
 
-    def __init__(self, status: int, body: bytes) -> None:
-        self.status = status
-        self.body = body
+    def reply(request: httpx.Request) -> httpx.Response:
+        headers = {"content-type": "text/event-stream"}
+        return httpx.Response(status, headers=headers, content=_chunks(body))
 
-    @asynccontextmanager
-    async def stream(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = 1 << 25,
-    ) -> AsyncIterator[_Stream]:
-        yield _Stream(self.status, self.body)
-
-    async def aclose(self) -> None:
-        return None
+    return httpx.AsyncClient(transport=httpx.MockTransport(reply))
 
 
-def provider(route: str, transport: Canned) -> Any:
+def provider(route: str, client: httpx.AsyncClient) -> Any:
     if route == "openai":
-        return OpenAIChat("m", base_url="http://127.0.0.1:1/v1", api_key="sk-x", client=transport)
+        return OpenAIChat("m", base_url="http://127.0.0.1:1/v1", api_key="sk-x", client=client)
     if route == "anthropic":
-        return AnthropicMessages("m", base_url="http://127.0.0.1:1", api_key="k", client=transport)
+        return AnthropicMessages("m", base_url="http://127.0.0.1:1", api_key="k", client=client)
     if route == "gemini":
-        return GeminiGenerate("m", base_url="http://127.0.0.1:1", api_key="k", client=transport)
-    return HTTPFallback("http://127.0.0.1:1/c", client=transport)
+        return GeminiGenerate("m", base_url="http://127.0.0.1:1", api_key="k", client=client)
+    return HTTPFallback("http://127.0.0.1:1/c", client=client)
 
 
 def outcome(route: str, mode: str, status: int, body: bytes, request: Request) -> object:
     """What one call gives: a Response, or the exception it raised."""
 
     async def run() -> object:
-        p = provider(route, Canned(status, body))
-        if mode == "complete":
-            return await p.complete(request)
-        last: object = None
-        async for item in p.stream(request):
-            last = item
-        return last
+        async with canned(status, body) as client:
+            p = provider(route, client)
+            if mode == "complete":
+                return await p.complete(request)
+            last: object = None
+            async for item in p.stream(request):
+                last = item
+            return last
 
     try:
         return asyncio.run(run())
