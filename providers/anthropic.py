@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator import PROGRESS
-from orchestrator.config.spec import BuildContext, Flag, PositiveInt, given
+from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
 from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
@@ -28,7 +28,6 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_anthropic_error
-from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
 
@@ -66,7 +65,6 @@ class AnthropicMessages(VendorProvider):
     :mod:`providers.http.prefill`).
     """
 
-    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "anthropic"
     env_vars = ("ANTHROPIC_API_KEY",)
     base_url_vars = ("ANTHROPIC_BASE_URL",)
@@ -79,11 +77,9 @@ class AnthropicMessages(VendorProvider):
         base_url: str | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = "2023-06-01",
-        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
-        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "AnthropicMessages")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
@@ -376,16 +372,11 @@ class AnthropicSpec(VendorSpec):
     type: Literal["anthropic"]
     max_tokens: PositiveInt | None = None
     anthropic_version: str | None = None
-    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> AnthropicMessages:
         return AnthropicMessages(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(
-                max_tokens=self.max_tokens,
-                anthropic_version=self.anthropic_version,
-                accepts_prefill=self.accepts_prefill,
-            ),
+            **given(max_tokens=self.max_tokens, anthropic_version=self.anthropic_version),
         )

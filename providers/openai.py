@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
 from orchestrator import PROGRESS
-from orchestrator.config.spec import BuildContext, Flag, given
+from orchestrator.config.spec import BuildContext, given
 from orchestrator.errors import (
     GuardrailTriggered,
     InvalidOutput,
@@ -39,7 +39,6 @@ from providers.http.base import (
     tokens,
 )
 from providers.http.errors import map_openai_error, short
-from providers.http.prefill import accepts_prefill as _prefill
 from providers.http.spec import VendorSpec
 from providers.http.tools import (
     MAX_TOOL_CALLS,
@@ -73,7 +72,6 @@ class OpenAIChat(VendorProvider):
     :mod:`providers.http.prefill`).
     """
 
-    reports_progress = True  # every stream event is progress (engine.deadlines)
     family = "openai"
     env_vars = ("OPENAI_API_KEY",)
     base_url_vars = ("OPENAI_BASE_URL",)
@@ -85,11 +83,9 @@ class OpenAIChat(VendorProvider):
         *,
         base_url: str | None = None,
         max_tokens_param: str = "max_tokens",
-        accepts_prefill: bool | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         super().__init__(model, base_url=base_url, **settings)
-        self.accepts_prefill = _prefill(accepts_prefill, self.family, model, "OpenAIChat")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
                 f"OpenAIChat.max_tokens_param={max_tokens_param!r}: "
@@ -320,12 +316,11 @@ class OpenAISpec(VendorSpec):
     key_env = OpenAIChat.env_vars[0]
     type: Literal["openai"]
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
-    accepts_prefill: Flag | None = None
 
     def build(self, ctx: BuildContext) -> OpenAIChat:
         return OpenAIChat(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(max_tokens_param=self.max_tokens_param, accepts_prefill=self.accepts_prefill),
+            **given(max_tokens_param=self.max_tokens_param),
         )

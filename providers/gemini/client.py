@@ -89,8 +89,6 @@ class GeminiGenerate(VendorProvider):
     ``allow_insecure_http=True``.
     """
 
-    reports_progress = True  # every stream event is progress (engine.deadlines)
-    accepts_prefill = False  # a trailing model turn is answered, not continued (http.prefill)
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
     env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
-from typing import Any, ClassVar, Concatenate, ParamSpec, TypedDict, TypeVar
+from typing import Any, ClassVar, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.errors import (
@@ -41,14 +41,16 @@ from providers.http.body import (
 from providers.http.caller import HTTPCaller, error_body
 from providers.http.catalogue import model_facts
 from providers.http.client import TransportError, shared_client
-from providers.http.cost import bill, cost_of, validate_price
+from providers.http.cost import cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
 from providers.http.endpoint import base_url_from_env
-from providers.http.errors import not_found_at, redacted, short
+from providers.http.errors import not_found_at
+from providers.http.prefill import accepts_prefill as prefill_for
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
 from providers.http.shape import (
     BAD_SHAPE,
     Missing,
+    ReplyReader,
     dig,
     schema_name,
     tokens,
@@ -70,10 +72,6 @@ __all__ = [
     "schema_name",
     "tokens",
 ]
-
-ErrorMapper = Callable[..., ProviderError]
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 def join_url(base: str, path: str) -> str:
@@ -105,9 +103,10 @@ class VendorSettings(TypedDict, total=False):
     retry_policy: RetryPolicy | None
     first_token_timeout: float | timedelta | None
     idle_timeout: float | timedelta | None
+    accepts_prefill: bool | None
 
 
-class VendorProvider(KeywordChecked, HTTPCaller):
+class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last
@@ -123,12 +122,16 @@ class VendorProvider(KeywordChecked, HTTPCaller):
     wait for the first content and each gap after it; a chain then streams this
     provider even for ``run`` and falls over on ``FirstTokenTimeout`` /
     ``StreamStalled`` (the engine keeps the watch: ``orchestrator.engine.deadlines``).
+    ``accepts_prefill`` says whether a mid-stream rescue may continue the delivered text
+    as an assistant prefill (default by vendor and model: :mod:`providers.http.prefill`).
     """
 
     family: ClassVar[str] = ""
     #: Whether ``context_window`` holds the reply too (so ``max_tokens`` counts against it).
     window_counts_output: ClassVar[bool] = True
     env_vars: ClassVar[tuple[str, ...]] = ()
+    #: Every protocol event of a stream is progress (``orchestrator.engine.deadlines``).
+    reports_progress: ClassVar[bool] = True
     #: Read, in order, when built without ``base_url=`` (:mod:`providers.http.endpoint`).
     base_url_vars: ClassVar[tuple[str, ...]] = ()
     default_base_url: ClassVar[str] = ""
@@ -151,6 +154,7 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         retry_policy: RetryPolicy | None = None,
         first_token_timeout: float | timedelta | None = None,
         idle_timeout: float | timedelta | None = None,
+        accepts_prefill: bool | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -187,6 +191,7 @@ class VendorProvider(KeywordChecked, HTTPCaller):
         )
         self.price, self.rates, self.context_window = facts.price, facts.rates, facts.context_window
         self.retry_policy = retry_policy_or_none(retry_policy, cls)
+        self.accepts_prefill = prefill_for(accepts_prefill, self.family, model, cls)
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
@@ -349,56 +354,6 @@ class VendorProvider(KeywordChecked, HTTPCaller):
     def empty_stream(self, what: str) -> InvalidOutput:
         """The error for a stream that ended well but carried no ``what``."""
         return InvalidOutput(f"stream carried no {what}", provider=self.name)
-
-    def parsed(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``read(*args, **kwargs)``, a reply of the wrong shape (one of :data:`BAD_SHAPE`)
-        raised as :meth:`invalid` describes it."""
-        failure: InvalidOutput | None = None
-        try:
-            return read(*args, **kwargs)
-        except BAD_SHAPE as exc:
-            failure = self.invalid(exc)
-        raise failure  # not in the except block, where exc would be the context
-
-    def parsed_reply(
-        self, read: Callable[Concatenate[Any, P], T], data: Any, *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """:meth:`parsed` for a whole reply ``data``: its ``InvalidOutput`` carries the
-        usage ``data`` reports (:meth:`reply_usage`, when readable) and its cost."""
-        try:
-            return self.parsed(read, data, *args, **kwargs)
-        except InvalidOutput as error:
-            self.bill(error, self._readable_usage(data))
-            raise
-
-    def reply_usage(self, data: Any) -> Usage | None:
-        """The usage a whole reply reports, by the vendor's own parser (one of
-        :data:`BAD_SHAPE` when malformed); None here: a vendor overrides it."""
-        return None
-
-    def _readable_usage(self, data: Any) -> Usage | None:
-        try:
-            return self.reply_usage(data)
-        except BAD_SHAPE:
-            return None  # the usage is malformed too: nothing to count
-
-    def bill(self, error: InvalidOutput, usage: Usage | None) -> None:
-        """:func:`bill` ``error`` for ``usage`` at this provider's rates."""
-        bill(error, usage, self.rates)
-
-    def invalid(self, exc: Exception) -> InvalidOutput:
-        """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
-        :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
-        ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
-        if isinstance(exc, Missing):  # may quote a name the reply gave: cut and masked
-            return InvalidOutput(short(str(exc), self.secrets()), provider=self.name)
-        err = InvalidOutput(
-            f"reply has an unexpected shape ({type(exc).__name__}: "
-            f"{short(str(exc), self.secrets())})",
-            provider=self.name,
-        )
-        err.__cause__ = redacted(exc, self.secrets())
-        return err
 
 
 #: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.

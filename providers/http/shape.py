@@ -2,18 +2,37 @@
 counts, field paths and the checks on stream events and schema names.
 
 Vendor modules read every reply field through these, so a reply of the wrong
-shape is one of :data:`BAD_SHAPE`, which :class:`~providers.http.base.VendorProvider`
-turns into ``InvalidOutput``.
+shape is one of :data:`BAD_SHAPE`, which :class:`ReplyReader` (a part of
+:class:`~providers.http.base.VendorProvider`) turns into ``InvalidOutput``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from orchestrator.errors import InvalidOutput
+from orchestrator.secrets import Secret
+from orchestrator.usage import Usage
+from providers.http.catalogue import Rates
+from providers.http.cost import bill
+from providers.http.redact import redacted, short
 from providers.http.safe_json import parse_json
 
-__all__ = ["BAD_SHAPE", "MAX_TOKENS", "Missing", "dig", "schema_name", "tokens", "whole_event"]
+__all__ = [
+    "BAD_SHAPE",
+    "MAX_TOKENS",
+    "Missing",
+    "ReplyReader",
+    "dig",
+    "schema_name",
+    "tokens",
+    "whole_event",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Missing(Exception):
@@ -77,3 +96,68 @@ def schema_name(name: str | None) -> str:
     """A vendor-safe tool/schema name (``[a-zA-Z0-9_-]{1,64}``), default ``"response"``."""
     cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name or "")[:64]
     return cleaned or "response"
+
+
+class ReplyReader:
+    """Reading a whole reply for a provider: a reply of the wrong shape (one of
+    :data:`BAD_SHAPE`) becomes ``InvalidOutput``, billed for the usage it reported.
+
+    A mixin of :class:`~providers.http.base.VendorProvider`, which supplies ``name``,
+    ``rates`` and ``secrets()``.
+    """
+
+    name: str
+    rates: Rates | None
+
+    def secrets(self) -> tuple[Secret, ...]:
+        raise NotImplementedError
+
+    def parsed(self, read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read(*args, **kwargs)``, a reply of the wrong shape (one of :data:`BAD_SHAPE`)
+        raised as :meth:`invalid` describes it."""
+        failure: InvalidOutput | None = None
+        try:
+            return read(*args, **kwargs)
+        except BAD_SHAPE as exc:
+            failure = self.invalid(exc)
+        raise failure  # not in the except block, where exc would be the context
+
+    def parsed_reply(
+        self, read: Callable[Concatenate[Any, P], T], data: Any, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """:meth:`parsed` for a whole reply ``data``: its ``InvalidOutput`` carries the
+        usage ``data`` reports (:meth:`reply_usage`, when readable) and its cost."""
+        try:
+            return self.parsed(read, data, *args, **kwargs)
+        except InvalidOutput as error:
+            self.bill(error, self._readable_usage(data))
+            raise
+
+    def reply_usage(self, data: Any) -> Usage | None:
+        """The usage a whole reply reports, by the vendor's own parser (one of
+        :data:`BAD_SHAPE` when malformed); None here: a vendor overrides it."""
+        return None
+
+    def _readable_usage(self, data: Any) -> Usage | None:
+        try:
+            return self.reply_usage(data)
+        except BAD_SHAPE:
+            return None  # the usage is malformed too: nothing to count
+
+    def bill(self, error: InvalidOutput, usage: Usage | None) -> None:
+        """:func:`bill` ``error`` for ``usage`` at this provider's rates."""
+        bill(error, usage, self.rates)
+
+    def invalid(self, exc: Exception) -> InvalidOutput:
+        """``InvalidOutput`` for a reply missing a field or of the wrong shape (one of
+        :data:`BAD_SHAPE`), ``exc`` described as its cause; raise it outside the
+        ``except`` block (``exc`` may quote the reply: ``int('...')``)."""
+        if isinstance(exc, Missing):  # may quote a name the reply gave: cut and masked
+            return InvalidOutput(short(str(exc), self.secrets()), provider=self.name)
+        err = InvalidOutput(
+            f"reply has an unexpected shape ({type(exc).__name__}: "
+            f"{short(str(exc), self.secrets())})",
+            provider=self.name,
+        )
+        err.__cause__ = redacted(exc, self.secrets())
+        return err

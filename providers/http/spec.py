@@ -63,6 +63,7 @@ class VendorSpec(ProviderSpec):
     context_window: PositiveInt | None = None
     catalogue: Flag | None = None
     headers: dict[str, str] | None = None
+    accepts_prefill: Flag | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -84,5 +85,6 @@ class VendorSpec(ProviderSpec):
                 context_window=self.context_window,
                 catalogue=self.catalogue,
                 extra_headers=self.headers,
+                accepts_prefill=self.accepts_prefill,
             ),
         }
