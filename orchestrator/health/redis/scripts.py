@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from orchestrator.health.machine import WINDOW_BUCKETS
 
-__all__ = ["BUCKETS", "CLAIM", "READ", "RECORD", "REOPEN"]
+__all__ = ["BUCKETS", "CLAIM", "READ", "RECORD", "REOPEN", "circuit_keys", "window_keys"]
 
 #: Windows are kept as this many buckets of ``window / BUCKETS`` seconds each, as the
 #: local mirror counts them.
@@ -158,3 +158,16 @@ redis.call('SET', KEYS[2], string.format('%.6f', untl), 'PX',
     math.max(1, math.ceil((untl - now) * 1000)))
 return 1
 """
+
+
+def window_keys(prefix: str, window: float, wall: float) -> list[str]:
+    """The ``BUCKETS`` bucket keys of a window of ``window`` seconds at wall time ``wall``,
+    newest first: what the scripts count failures and retries in."""
+    current = int(wall // (window / BUCKETS))
+    return [f"{prefix}{current - i}" for i in range(BUCKETS)]
+
+
+def circuit_keys(prefix: str, provider: str, window: float, wall: float) -> list[str]:
+    """A provider's KEYS as the scripts take them: circuit, open, probe, then its window."""
+    names = (f"{prefix}{kind}:{provider}" for kind in ("circuit", "open", "probe"))
+    return [*names, *window_keys(f"{prefix}win:{provider}:", window, wall)]

@@ -34,7 +34,7 @@ from orchestrator.health.model import (
     RetryBudget,
 )
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
-from orchestrator.health.redis.scripts import BUCKETS
+from orchestrator.health.redis.scripts import circuit_keys, window_keys
 from orchestrator.tasks import cancel_and_wait, raise_if_cancel_requested
 from orchestrator.units import seconds
 
@@ -121,26 +121,27 @@ class RedisHealthStore:
 
     def record_success(self, provider: str) -> None:
         """A call succeeded; closes a half-open circuit here now and for all soon."""
-        probe = self._claims.pop(provider, None) is not None
-        circuit = self._table.get(provider)
-        before = (circuit.tripped, circuit.open_until)
-        self._table.record(provider, failed=False)
-        if (circuit.tripped, circuit.open_until) != before:
-            self._dirty.add(provider)
+        probe = self._record(provider, failed=False, retry_after=None)
         self._enqueue("s", provider, None)
         self._kick(urgent=probe)
 
     def record_failure(self, provider: str, *, retry_after: float | None = None) -> None:
         """A counted failure; pushed to Redis at once so other processes see it."""
-        self._claims.pop(provider, None)
-        circuit = self._table.get(provider)
-        before = (circuit.tripped, circuit.open_until)
-        self._table.record(provider, failed=True, retry_after=retry_after)
-        if (circuit.tripped, circuit.open_until) != before:
-            self._dirty.add(provider)
+        self._record(provider, failed=True, retry_after=retry_after)
         # Capped here, once, so the shared circuit honours the same max_cooldown.
         self._enqueue("f", provider, self.circuit.hold_for(retry_after) or None)
         self._kick(urgent=True)
+
+    def _record(self, provider: str, *, failed: bool, retry_after: float | None) -> bool:
+        """Record in the mirror, marking the provider dirty when its circuit changed; True
+        when this process held the provider's probe claim."""
+        probe = self._claims.pop(provider, None) is not None
+        circuit = self._table.get(provider)
+        before = (circuit.tripped, circuit.open_until)
+        self._table.record(provider, failed=failed, retry_after=retry_after)
+        if (circuit.tripped, circuit.open_until) != before:
+            self._dirty.add(provider)
+        return probe
 
     def last_resort(self, provider: str) -> bool:
         """Every circuit is open: may this run call ``provider``? One at a time per process.
@@ -349,17 +350,7 @@ class RedisHealthStore:
         return self.circuit.cooldown + 4 * self.sync_interval
 
     def _keys(self, provider: str, wall: float) -> list[str]:
-        prefix = self.key_prefix
-        width = self.circuit.window / BUCKETS
-        current = int(wall // width)
-        keys = [f"{prefix}circuit:{provider}", f"{prefix}open:{provider}"]
-        keys.append(f"{prefix}probe:{provider}")
-        keys.extend(f"{prefix}win:{provider}:{current - i}" for i in range(BUCKETS))
-        return keys
-
-    def _budget_keys(self, wall: float) -> list[str]:
-        current = int(wall // (self.budget.window / BUCKETS))
-        return [f"{self.key_prefix}budget:{current - i}" for i in range(BUCKETS)]
+        return circuit_keys(self.key_prefix, provider, self.circuit.window, wall)
 
     async def _tick(self, client: Any, shas: dict[str, str]) -> None:
         """One round trip: push ops, budget counts and probe claims, then read shared state."""
@@ -394,7 +385,7 @@ class RedisHealthStore:
             pipe.evalsha(
                 shas["claim"], 3, *keys, repr(wall), self.owner, lead, int(claim_ttl * 1000)
             )
-        budget_keys = self._budget_keys(wall)
+        budget_keys = window_keys(f"{self.key_prefix}budget:", self.budget.window, wall)
         if requests or retries:
             pipe.hincrby(budget_keys[0], "req", requests)
             pipe.hincrby(budget_keys[0], "retry", retries)
