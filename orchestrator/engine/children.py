@@ -7,10 +7,11 @@ the run then calls ``admit`` and ``run_in`` without asking what the child is.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.engine.attempt import attempt, call_hook, report_call, skip
-from orchestrator.engine.retrying import retry
+from orchestrator.engine.retrying import retries_later, retry
 from orchestrator.engine.run import Run, Via
 from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
 from orchestrator.policy import RetryPolicy
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "ProviderChild", "too_long"]
+__all__ = ["ChainChild", "Deferred", "ProviderChild", "too_long"]
 
 
 class ProviderChild:
@@ -69,7 +70,9 @@ class ProviderChild:
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         try:
-            outcome = await self._call(run, request, via)
+            outcome = await (
+                self._call(run, request, via) if via != "again" else self._again(run, request)
+            )
         except asyncio.CancelledError:
             run.log.verdict = None
             raise
@@ -77,10 +80,25 @@ class ProviderChild:
             report_call(run, self.name)
         if isinstance(outcome, Result):
             return outcome
+        made = run.log.attempts[-1].attempt_number
+        if via != "probe" and made <= self.policy.max_retries and self._retried_last(run, outcome):
+            run.deferred.append(Deferred(self.name, made, outcome))
         return run.leave(self.name, outcome)
 
+    async def _again(self, run: Run, request: Request) -> Result | BaseException:
+        """The retries that waited for the later children to fail (:class:`Deferred`)."""
+        later = next(d for d in run.deferred if d.name == self.name)
+        run.deferred.remove(later)
+        run.log.note = "retried last: the later children failed first"
+        return await retry(
+            run, self.callee, request, later.error, self.policy, last_resort=False, made=later.made
+        )
+
+    def _retried_last(self, run: Run, error: BaseException) -> bool:
+        return run.retryable(error, self.policy) and retries_later(run, error, self.policy)
+
     async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
-        """The first attempt and, if it failed and may be retried, the retries."""
+        """The first attempt and, if it failed and may be retried now, the retries."""
         provider, policy = self.callee, self.policy
         outcome = await attempt(run, provider, request, 1, policy, via == "probe")
         # A half-open probe is one request, never retried: the circuit decides on it.
@@ -89,11 +107,22 @@ class ProviderChild:
             and policy.max_retries > 0
             and via != "probe"
             and run.retryable(outcome, policy)
+            and not retries_later(run, outcome, policy)
         ):
             outcome = await retry(
                 run, provider, request, outcome, policy, last_resort=via == "last_resort"
             )
         return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A provider whose retries wait until the later children failed (a timeout:
+    ``retried_last``): its name, the attempts it made, and its last error."""
+
+    name: str
+    made: int
+    error: BaseException
 
 
 def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:

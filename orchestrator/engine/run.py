@@ -33,11 +33,13 @@ from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.engine.children import Deferred
 
 __all__ = ["Run", "Via"]
 
-#: How a child was let in: normally, as the half-open probe, or as the last resort.
-Via = Literal["closed", "probe", "last_resort"]
+#: How a child was let in: normally, as the half-open probe, as the last resort, or
+#: again for the retries that waited for the later children (``retried_last``).
+Via = Literal["closed", "probe", "last_resort", "again"]
 
 
 class _DeadlinePassed(Exception):
@@ -47,7 +49,17 @@ class _DeadlinePassed(Exception):
 class Run:
     """One ``FallbackAgent.run`` (or a nested chain inside one): children, retries, hand-overs."""
 
-    __slots__ = ("agent", "attempt_limit", "deadline", "delivery", "log", "request", "schema")
+    __slots__ = (
+        "agent",
+        "attempt_limit",
+        "deadline",
+        "deferred",
+        "delivery",
+        "later",
+        "log",
+        "request",
+        "schema",
+    )
 
     def __init__(
         self,
@@ -62,6 +74,10 @@ class Run:
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
+        #: Whether a later child can take the call (then a timeout's retries wait for it)
+        #: and the children whose retries wait (:meth:`_come_back`).
+        self.later = False
+        self.deferred: list[Deferred] = []
 
     @classmethod
     def start(
@@ -169,11 +185,16 @@ class Run:
                 if adm is not None and adm.probe:
                     self.log.note = "half-open probe"
                     via = "probe"
+                self.later = idx + 1 < len(agent.members)
                 outcome, resume = await self._next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, agent.members[resume].name
                 resume += 1
+            if self.deferred and last_error is not None and prev is not None:
+                back = await self._come_back(prev, last_error)
+                if isinstance(back, Result):
+                    return self._succeeded(back)
             if not called and skipped_:
                 last = await self._last_resort(skipped_)
                 if isinstance(last, Result):
@@ -222,12 +243,24 @@ class Run:
             if isinstance(decision, Stop):
                 return self._stopped(decision), idx
             request = decision
-        if self.agent.hedge is not None and via != "last_resort":
+        if self.agent.hedge is not None and via in ("closed", "probe"):
             from orchestrator.engine.hedging import can_hedge, race  # it imports the run
 
             if can_hedge(self, idx):
                 return await race(self, idx, request, via)
         return await child.run_in(self, request, via), idx
+
+    async def _come_back(self, prev: str, error: BaseException) -> Result | BaseException:
+        """Every later child failed: spend the retries that waited for them (timeouts,
+        ``retried_last``), in the order the children were tried; a Result or the last error."""
+        self.later = False
+        names = [m.name for m in self.agent.members]
+        for later in list(self.deferred):
+            outcome, _ = await self._next_child(names.index(later.name), prev, error, "again")
+            if isinstance(outcome, Result):
+                return outcome
+            error, prev = outcome, later.name
+        return error
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and self.agent.clock.now() >= self.deadline:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError
+from orchestrator import FallbackAgent, FallbackError, RetryPolicy
 from orchestrator.errors import ProviderTimeout, StreamInterrupted
 from providers import AnthropicMessages, Fault, FunctionProvider, OpenAIChat, SimulatedServer
 
@@ -20,8 +20,8 @@ async def test_attempt_timeouts_close_their_connections() -> None:
         agent = FallbackAgent(
             [openai(sim), FunctionProvider(lambda r: "backup", name="backup")],
             attempt_timeout=0.3,  # long enough for a request to reach the server on a loaded machine
-            max_retries=1,
-            retry_strategy="none",
+            # A timeout retried at once (not last, the default): two hung requests per run.
+            policy=RetryPolicy(max_retries=1, strategy="none", retry_timeouts_last=False),
         )
         # Warm up first: the first call imports the HTTP client and connects, which on a
         # loaded machine can take most of the budget before the request is sent.

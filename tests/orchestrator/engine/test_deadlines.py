@@ -9,6 +9,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ProviderTimeout, ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore
+from orchestrator.policy import RetryPolicy
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
 from tests.conftest import Scripted, wait_until_cancelled
@@ -17,7 +18,9 @@ from tests.conftest import Scripted, wait_until_cancelled
 async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
     a = Scripted("a", [("sleep", 100.0, "too late")], clock=clock)
     b = Scripted("b", ["ok"])
-    agent = FallbackAgent([a, b], attempt_timeout=5.0, max_retries=1, retry_delay=1.0, clock=clock)
+    # Retried at once, not last (the default: test_retried_last): the schedule under test.
+    now = RetryPolicy(max_retries=1, delay=1.0, retry_timeouts_last=False)
+    agent = FallbackAgent([a, b], attempt_timeout=5.0, policy=now, clock=clock)
     result = await agent.run("x")
     assert result.handled_by == "b"
     errs = [x.error for x in result.attempts[:2]]
