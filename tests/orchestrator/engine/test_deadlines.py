@@ -20,7 +20,7 @@ async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeC
     b = Scripted("b", ["ok"])
     # Retried at once, not last (the default: test_retried_last): the schedule under test.
     now = RetryPolicy(max_retries=1, delay=1.0, retry_timeouts_last=False)
-    agent = FallbackAgent([a, b], attempt_timeout=5.0, policy=now, clock=clock)
+    agent = FallbackAgent([a, b], attempt_timeout=5.0, policy=now, hedge_after=None, clock=clock)
     result = await agent.run("x")
     assert result.handled_by == "b"
     errs = [x.error for x in result.attempts[:2]]
@@ -37,7 +37,11 @@ async def test_run_deadline_raises_fallback_error_with_the_timed_out_attempt(
     b = Scripted("b", ["never"])
     fired: list[object] = []
     agent = FallbackAgent(
-        [a, b], timeout=10.0, clock=clock, on_all_failed=lambda errors: fired.append(errors)
+        [a, b],
+        timeout=10.0,
+        clock=clock,
+        on_all_failed=lambda errors: fired.append(errors),
+        hedge_after=None,  # the deadline alone, not a hedge racing it (test_hedging)
     )
     with pytest.raises(FallbackError) as info:
         await agent.run("x")
@@ -74,6 +78,7 @@ async def test_real_clock_attempt_timeout_cuts_a_hanging_call() -> None:
         [FunctionProvider(hang), FunctionProvider(lambda r: "ok", name="ok")],
         attempt_timeout=0.05,
         max_retries=0,
+        hedge_after=None,  # the attempt timeout alone, not a hedge racing it (test_hedging)
     )
     result = await agent.run("x")
     assert result.handled_by == "ok"

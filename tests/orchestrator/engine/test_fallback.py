@@ -94,6 +94,7 @@ async def test_max_delay_caps_the_schedule(clock: FakeClock) -> None:
     agent = FallbackAgent(
         [Scripted("a", [RuntimeError("x")]), Scripted("b", ["ok"])],
         policy=RetryPolicy(max_retries=5, delay=10.0, max_delay=25.0),
+        hedge_after=None,  # the whole schedule: no hedge cutting into the backoff
         clock=clock,
     )
     await agent.run("hi")
