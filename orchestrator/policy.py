@@ -41,6 +41,10 @@ class RetryPolicy:
     (a timeout) is retried only after the later children of the chain failed, so a
     silent provider does not keep the caller waiting through its retries while a
     fallback could answer. Off: retried at once, like other transient errors.
+    ``probe_when_down`` (on by default): once a call spent every retry on a provider,
+    its next calls give it one attempt each, no retries, until one succeeds
+    (:class:`~orchestrator.engine.children.Down`): an outage is served by the next
+    child without hammering the provider, and its recovery is seen at the next call.
     """
 
     max_retries: int = 2
@@ -51,6 +55,7 @@ class RetryPolicy:
     respect_retry_after: bool = True
     max_retry_after: float = 30.0
     retry_timeouts_last: bool = True
+    probe_when_down: bool = True
 
     def __init__(
         self,
@@ -63,6 +68,7 @@ class RetryPolicy:
         respect_retry_after: bool = True,
         max_retry_after: float | timedelta = 30.0,
         retry_timeouts_last: bool = True,
+        probe_when_down: bool = True,
     ) -> None:
         if isinstance(max_retries, bool) or not isinstance(max_retries, int):
             raise TypeError(
@@ -87,6 +93,7 @@ class RetryPolicy:
         s(self, "respect_retry_after", bool(respect_retry_after))
         s(self, "max_retry_after", seconds(max_retry_after, "max_retry_after", allow_zero=True))
         s(self, "retry_timeouts_last", bool(retry_timeouts_last))
+        s(self, "probe_when_down", bool(probe_when_down))
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
         """The computed delay before retry ``retry_number`` (1-based), ignoring Retry-After.

@@ -28,12 +28,16 @@ __all__ = ["ChainChild", "Deferred", "ProviderChild", "too_long"]
 class ProviderChild:
     """A provider in a chain: admitted by the health store, retried under its policy."""
 
-    __slots__ = ("callee", "policy", "provider")
+    __slots__ = ("callee", "down", "policy", "provider")
 
-    def __init__(self, provider: Any, policy: RetryPolicy, callee: Any = None) -> None:
+    def __init__(
+        self, provider: Any, policy: RetryPolicy, callee: Any = None, down: Down | None = None
+    ) -> None:
         self.provider, self.policy = provider, policy
         # What each attempt calls: the provider, or a view of it under its deadlines.
         self.callee = provider if callee is None else callee
+        #: Whether its last call spent every retry (shared with hedge lanes' views of it).
+        self.down = Down() if down is None else down
 
     @property
     def name(self) -> str:
@@ -78,6 +82,7 @@ class ProviderChild:
             raise
         finally:
             report_call(run, self.name)
+        self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
         if isinstance(outcome, Result):
             return outcome
         made = run.log.attempts[-1].attempt_number
@@ -108,11 +113,34 @@ class ProviderChild:
             and via != "probe"
             and run.retryable(outcome, policy)
             and not retries_later(run, outcome, policy)
+            and not (policy.probe_when_down and self.down.is_down and run.later)
         ):
             outcome = await retry(
                 run, provider, request, outcome, policy, last_resort=via == "last_resort"
             )
         return outcome
+
+
+class Down:
+    """Whether a provider is down: its last call spent every retry on errors that would
+    have been retried. While it is, each call gives it one attempt (a probe), no retries
+    (``RetryPolicy.probe_when_down``): the chain answers from the next child at once and
+    never hammers a provider in an outage; its first success brings the retries back."""
+
+    __slots__ = ("is_down",)
+
+    def __init__(self) -> None:
+        self.is_down = False
+
+    def after(
+        self, policy: RetryPolicy, outcome: Result | BaseException, made: int, run: Run
+    ) -> None:
+        """Learn from a call that ended with ``outcome`` after ``made`` attempts."""
+        if isinstance(outcome, Result):
+            self.is_down = False
+        elif policy.probe_when_down and run.retryable(outcome, policy):
+            spent = made > policy.max_retries or self.is_down
+            self.is_down = spent and not retries_later(run, outcome, policy)
 
 
 @dataclass(frozen=True, slots=True)
