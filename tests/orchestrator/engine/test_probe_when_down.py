@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from orchestrator import FallbackAgent, RetryPolicy
+import pytest
+
+from orchestrator import FallbackAgent, FallbackError, RetryPolicy
 from orchestrator.errors import ServerError
 from orchestrator.testing import FakeClock
 from tests.conftest import Scripted
@@ -37,10 +39,8 @@ async def test_a_down_provider_is_probed_once_per_call_then_comes_back(clock: Fa
 async def test_a_lone_provider_keeps_its_retries(clock: FakeClock) -> None:
     a = Scripted("a", [*down(3), *down(2), "third time"])
     agent = FallbackAgent([a], max_retries=2, clock=clock)
-    try:
+    with pytest.raises(FallbackError):
         await agent.run("x")
-    except Exception:
-        pass
     result = await agent.run("x")
     assert result.text == "third time" and a.calls == 6  # no one else to answer: retried
 
