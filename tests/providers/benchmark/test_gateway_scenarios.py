@@ -14,25 +14,17 @@ import openai
 import pytest
 
 from providers import Fault, SimulatedServer
-from tests.providers.benchmark.scenarios import (
-    DOWN_FOR,
-    FALLBACK,
-    PRIMARY,
-    REQUESTS,
-    SCENARIOS,
-    F,
-    Scenario,
-    chain,
-)
+from tests.providers.benchmark import scenarios as bench
+from tests.providers.benchmark.scenarios import Scenario
 from tests.providers.serve.conftest import gateway
 
-MODELS = {PRIMARY: "gpt-primary", FALLBACK: "claude-fallback"}
+MODELS = {bench.PRIMARY: "gpt-primary", bench.FALLBACK: "claude-fallback"}
 PROMPT = [{"role": "user", "content": "Summarise the incident report"}]
 
 
 @asynccontextmanager
 async def client(sim: SimulatedServer) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with gateway({"chain": chain(sim)}) as url:
+    async with gateway({"chain": bench.chain(sim)}) as url:
         sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="gw-key", max_retries=0)
         try:
             yield sdk
@@ -71,7 +63,7 @@ async def ask(sdk: openai.AsyncOpenAI, stream: bool) -> tuple[str, str, str, Any
     return handled, ",".join(sorted(models)), "".join(parts), usage, finish
 
 
-@pytest.mark.parametrize("case", [s.param() for s in SCENARIOS])
+@pytest.mark.parametrize("case", [s.param() for s in bench.SCENARIOS])
 async def test_gateway_scenario(sim: SimulatedServer, case: Scenario) -> None:
     case.script(sim)
     async with client(sim) as sdk:
@@ -100,7 +92,11 @@ async def test_503_primary_reports_the_fallback_model_and_usage(sim: SimulatedSe
     async with client(sim) as sdk:
         for stream in (False, True):
             handled, model, text, usage, _ = await ask(sdk, stream)
-            assert (handled, model, text) == (FALLBACK, "claude-fallback", "from the fallback")
+            assert (handled, model, text) == (
+                bench.FALLBACK,
+                "claude-fallback",
+                "from the fallback",
+            )
             # The answering model's usage: the failed 503 attempts are not billed to the client.
             assert (usage.prompt_tokens, usage.completion_tokens) == (12, 5)
 
@@ -110,15 +106,15 @@ async def test_primary_down_60s_then_healthy_over_20_requests(sim: SimulatedServ
     answered: list[str] = []
     async with client(sim) as sdk:
         started = time.monotonic()
-        for i in range(REQUESTS):
-            if time.monotonic() - started >= DOWN_FOR:
+        for i in range(bench.REQUESTS):
+            if time.monotonic() - started >= bench.DOWN_FOR:
                 sim.set_default("openai", Fault.ok())
             sent = time.monotonic()
             handled, *_ = await ask(sdk, stream=i % 2 == 1)
             answered.append(handled)
-            assert time.monotonic() - sent < 10 * F  # each one answered promptly
-            await asyncio.sleep(max(0.0, (i + 1) * 5 * F - (time.monotonic() - started)))
-    down = answered[: int(DOWN_FOR / (5 * F))]
-    assert set(down) == {FALLBACK}
-    assert answered[-3:] == [PRIMARY] * 3  # came back
-    assert sim.count("openai") <= REQUESTS + 4  # probed, never hammered (3 per call)
+            assert time.monotonic() - sent < 10 * bench.F  # each one answered promptly
+            await asyncio.sleep(max(0.0, (i + 1) * 5 * bench.F - (time.monotonic() - started)))
+    down = answered[: int(bench.DOWN_FOR / (5 * bench.F))]
+    assert set(down) == {bench.FALLBACK}
+    assert answered[-3:] == [bench.PRIMARY] * 3  # came back
+    assert sim.count("openai") <= bench.REQUESTS + 4  # probed, never hammered (3 per call)
