@@ -186,11 +186,7 @@ class TransientError(ProviderError):
 
 class ProviderTimeout(TransientError, TimeoutError):
     """An attempt or the whole run hit its deadline (imposed by the engine or the transport).
-
-    Retried last: a provider that said nothing for a whole attempt is likely to say nothing
-    again, so with a later child waiting the call goes there at once, and this provider's
-    retries are spent only if every other child failed (``RetryPolicy.retry_timeouts_last``).
-    """
+    Retried last: a provider silent for a whole attempt is likely to stay silent."""
 
     reason = "timeout"
     retried_last = True

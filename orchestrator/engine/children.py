@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "Deferred", "ProviderChild", "too_long"]
+__all__ = ["ChainChild", "Deferred", "Down", "ProviderChild", "come_back", "too_long"]
 
 
 class ProviderChild:
@@ -151,6 +151,19 @@ class Deferred:
     name: str
     made: int
     error: BaseException
+
+
+async def come_back(run: Run, prev: str, error: BaseException) -> Result | BaseException:
+    """Every later child failed: spend the retries that waited for them (timeouts,
+    ``retried_last``), in the order the children were tried; a Result or the last error."""
+    run.later = False
+    names = [m.name for m in run.agent.members]
+    for later in list(run.deferred):
+        outcome, _ = await run.next_child(names.index(later.name), prev, error, "again")
+        if isinstance(outcome, Result):
+            return outcome
+        error, prev = outcome, later.name
+    return error
 
 
 def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:

@@ -75,7 +75,7 @@ class Run:
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
         #: Whether a later child can take the call (then a timeout's retries wait for it)
-        #: and the children whose retries wait (:meth:`_come_back`).
+        #: and the children whose retries wait (:func:`~orchestrator.engine.children.come_back`).
         self.later = False
         self.deferred: list[Deferred] = []
 
@@ -186,13 +186,15 @@ class Run:
                     self.log.note = "half-open probe"
                     via = "probe"
                 self.later = idx + 1 < len(agent.members)
-                outcome, resume = await self._next_child(idx, prev, last_error, via)
+                outcome, resume = await self.next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, agent.members[resume].name
                 resume += 1
             if self.deferred and last_error is not None and prev is not None:
-                back = await self._come_back(prev, last_error)
+                from orchestrator.engine.children import come_back  # it imports the run
+
+                back = await come_back(self, prev, last_error)
                 if isinstance(back, Result):
                     return self._succeeded(back)
             if not called and skipped_:
@@ -224,14 +226,14 @@ class Run:
             outcome: Result | BaseException | None = None
             try:
                 error = skipped_[idx - 1][0] if idx else None
-                outcome, _ = await self._next_child(idx, before, error, "last_resort")
+                outcome, _ = await self.next_child(idx, before, error, "last_resort")
             finally:
                 store.end_last_resort(name, succeeded=isinstance(outcome, Result))
             return outcome
         self.log.amend_last(note="every circuit open and each already has its last-resort call")
         return None
 
-    async def _next_child(
+    async def next_child(
         self, idx: int, prev: str | None, last_error: BaseException | None, via: Via
     ) -> tuple[Result | BaseException, int]:
         """Hand over to child ``idx`` (hooks first) and try it, hedged if the agent hedges;
@@ -249,18 +251,6 @@ class Run:
             if can_hedge(self, idx):
                 return await race(self, idx, request, via)
         return await child.run_in(self, request, via), idx
-
-    async def _come_back(self, prev: str, error: BaseException) -> Result | BaseException:
-        """Every later child failed: spend the retries that waited for them (timeouts,
-        ``retried_last``), in the order the children were tried; a Result or the last error."""
-        self.later = False
-        names = [m.name for m in self.agent.members]
-        for later in list(self.deferred):
-            outcome, _ = await self._next_child(names.index(later.name), prev, error, "again")
-            if isinstance(outcome, Result):
-                return outcome
-            error, prev = outcome, later.name
-        return error
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and self.agent.clock.now() >= self.deadline:
