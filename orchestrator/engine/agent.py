@@ -121,8 +121,7 @@ class FallbackAgent(KeywordChecked):
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
-        # Deadlines inside a call (engine.deadlines): off unless asked. Hedging
-        # (engine.hedging) is on by default for chains with a successor (hedge_delay).
+        # Deadlines inside a call (engine.deadlines): off unless asked; hedging: see below.
         self.watch = Watch.of(first_token_timeout, idle_timeout, "FallbackAgent")
         self.name: str = name or "fallback(" + ",".join(c.name for c in self.children) + ")"
         self.policy = _agent_policy(
@@ -142,6 +141,7 @@ class FallbackAgent(KeywordChecked):
         )
         self.timeout = seconds_or_none(timeout, "timeout")
         self.attempt_timeout = seconds_or_none(attempt_timeout, "attempt_timeout")
+        # Hedging (engine.hedging) on by default when a successor exists (engine.hedge_delay).
         self.hedge = Hedging.of(
             hedge_after, max_hedges, self.children, (self.timeout, self.attempt_timeout)
         )
