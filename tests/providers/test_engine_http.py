@@ -22,6 +22,7 @@ async def test_attempt_timeouts_close_their_connections() -> None:
             attempt_timeout=0.3,  # long enough for a request to reach the server on a loaded machine
             # A timeout retried at once (not last, the default): two hung requests per run.
             policy=RetryPolicy(max_retries=1, strategy="none", retry_timeouts_last=False),
+            hedge_after=None,  # the attempt timeout cuts the hung request, not a hedge
         )
         # Warm up first: the first call imports the HTTP client and connects, which on a
         # loaded machine can take most of the budget before the request is sent.
