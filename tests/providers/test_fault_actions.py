@@ -3,7 +3,8 @@
 Where ``test_http_matrix`` checks the class each provider maps a fault to, this
 checks the action the taxonomy requires of the engine, counted at the server:
 transient and invalid output are retried once (2 upstream requests) then
-handed over; unusable and a long Retry-After hand over at once (1 request);
+handed over, but a timeout hands over at once (its retry waits for the next child to fail,
+issue 17 item 18); unusable and a long Retry-After hand over at once (1 request);
 terminal errors are raised as themselves with no fallback (1 request).
 """
 
@@ -33,6 +34,8 @@ def expected_action(error_class: type[E.ProviderError]) -> tuple[str, int]:
         return "raise", 1
     if issubclass(error_class, E.UnusableError):
         return "fallback", 1
+    if error_class.retried_last:
+        return "fallback", 1  # a timeout hands over at once: its retry waits for the backup
     return "fallback", 2  # transient and invalid output: one retry, then hand over
 
 
