@@ -70,6 +70,9 @@ async def test_fault_action(
     agent = FallbackAgent(
         [primary, FunctionProvider(backup)],
         policy=RetryPolicy(max_retries=1, strategy="none", max_retry_after=1.0),
+        # The taxonomy's action alone: the default hedge (a third of the 0.5 s timeout) would
+        # race it on a loaded machine (the backup answering before the primary's request).
+        hedge_after=None,
     )
     action, upstream = expected_action(mapped(route))
     if mode == "stream" and label == "invalid_json" and route != "http":
@@ -102,6 +105,7 @@ async def test_broken_event_mid_stream_continues_on_the_next_child(
         [make(route, sim, timeout=TIMEOUT), FunctionProvider(backup)],
         max_retries=0,
         mid_stream="continue",
+        hedge_after=None,  # continuation after delivered text, not a hedge racing it
     )
     async with agent.stream("What is the capital of France?") as s:
         chunks = [c async for c in s]
