@@ -5,8 +5,9 @@ classes. Each class carries what it means, so no other module decides it
 again: ``retried`` (may the same provider be asked again, policy permitting),
 ``hands_over`` (when not retried, or retries are spent: ask the next child;
 otherwise the run stops and the error is raised), ``counts_for_health``
-(a failure the circuit breaker counts) and ``reason`` (the documented
-``Attempt.reason``; ``None`` reads as ``"error"``). Read them through
+(a failure the circuit breaker counts), ``retried_last`` (with a later
+child waiting, hand over first and spend the retries only if the others fail)
+and ``reason`` (the documented ``Attempt.reason``; ``None`` reads as ``"error"``). Read them through
 :func:`meaning`, which also places exceptions from outside the tree
 (:func:`describe` gives the safe summary events carry)::
 
@@ -103,6 +104,7 @@ class FailoverError(Exception):
     """
 
     retried: ClassVar[bool] = True
+    retried_last: ClassVar[bool] = False
     hands_over: ClassVar[bool] = True
     counts_for_health: ClassVar[bool] = True
     reason: ClassVar[str | None] = None
@@ -185,9 +187,11 @@ class TransientError(ProviderError):
 
 
 class ProviderTimeout(TransientError, TimeoutError):
-    """An attempt or the whole run hit its deadline (imposed by the engine or the transport)."""
+    """An attempt or the whole run hit its deadline (imposed by the engine or the transport).
+    Retried last: a provider silent for a whole attempt is likely to stay silent."""
 
     reason = "timeout"
+    retried_last = True
 
 
 class FirstTokenTimeout(ProviderTimeout):

@@ -36,6 +36,15 @@ class RetryPolicy:
     error whose ``retry_after`` is at most ``max_retry_after`` waits exactly
     ``retry_after`` instead (whatever the strategy, when ``respect_retry_after``);
     a longer one is not retried: the chain falls over at once.
+
+    ``retry_timeouts_last`` (on by default): an error whose class is ``retried_last``
+    (a timeout) is retried only after the later children of the chain failed, so a
+    silent provider does not keep the caller waiting through its retries while a
+    fallback could answer. Off: retried at once, like other transient errors.
+    ``probe_when_down`` (on by default): once a call spent every retry on a provider,
+    its next calls give it one attempt each, no retries, until one succeeds
+    (:class:`~orchestrator.engine.children.Down`): an outage is served by the next
+    child without hammering the provider, and its recovery is seen at the next call.
     """
 
     max_retries: int = 2
@@ -45,6 +54,8 @@ class RetryPolicy:
     jitter: Jitter | None = None
     respect_retry_after: bool = True
     max_retry_after: float = 30.0
+    retry_timeouts_last: bool = True
+    probe_when_down: bool = True
 
     def __init__(
         self,
@@ -56,6 +67,8 @@ class RetryPolicy:
         jitter: Jitter | None = None,
         respect_retry_after: bool = True,
         max_retry_after: float | timedelta = 30.0,
+        retry_timeouts_last: bool = True,
+        probe_when_down: bool = True,
     ) -> None:
         if isinstance(max_retries, bool) or not isinstance(max_retries, int):
             raise TypeError(
@@ -79,6 +92,8 @@ class RetryPolicy:
         s(self, "jitter", jitter)
         s(self, "respect_retry_after", bool(respect_retry_after))
         s(self, "max_retry_after", seconds(max_retry_after, "max_retry_after", allow_zero=True))
+        s(self, "retry_timeouts_last", bool(retry_timeouts_last))
+        s(self, "probe_when_down", bool(probe_when_down))
 
     def backoff(self, retry_number: int, rng: random.Random | None = None) -> float:
         """The computed delay before retry ``retry_number`` (1-based), ignoring Retry-After.

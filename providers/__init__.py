@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from providers.generic_http import HTTPFallback
     from providers.http.client import close_shared_client, shared_client
     from providers.openai import OpenAIChat
-    from providers.simulated import Fault, SimulatedServer
+    from providers.simulated import BenchmarkFault, Fault, SimulatedServer
 
 _LAZY = {
     "FunctionProvider": "orchestrator.function",
@@ -34,10 +34,12 @@ _LAZY = {
     "GeminiCLI": "providers.cli",
     "SimulatedServer": "providers.simulated",
     "Fault": "providers.simulated",
+    "BenchmarkFault": "providers.simulated",
 }
 
 __all__ = [
     "AnthropicMessages",
+    "BenchmarkFault",
     "CLIAgent",
     "ClaudeCode",
     "Codex",

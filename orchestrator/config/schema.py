@@ -76,7 +76,7 @@ class AgentSpec(PolicySpec):
     attempt_timeout: PositiveFloat | None = None
     first_token_timeout: PositiveFloat | None = None
     idle_timeout: PositiveFloat | None = None
-    hedge_after: PositiveFloat | str | None = None  # seconds or "p95": FallbackAgent checks
+    hedge_after: PositiveFloat | str | None = "auto"  # seconds, "p95", "auto"; null: off
     max_hedges: PositiveInt = 1
     schema_retries: NonNegativeInt | None = None
     mid_stream: Literal["raise", "continue"] = "continue"

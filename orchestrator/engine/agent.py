@@ -73,9 +73,9 @@ class FallbackAgent(KeywordChecked):
 
     ``first_token_timeout`` / ``idle_timeout`` (seconds) are the deadlines inside a
     call for children that set none (:mod:`orchestrator.engine.deadlines`);
-    ``hedge_after`` (seconds, or ``"p95"``: adaptive) and ``max_hedges`` start the
-    next child in parallel when the current one is slow to its first content
-    (:mod:`orchestrator.engine.hedging`). All three are off by default.
+    ``hedge_after`` (seconds, ``"p95"``: adaptive, ``"auto"``: the default, ``None``: off)
+    and ``max_hedges`` start the next child in parallel when the current one is slow to its
+    first content (:mod:`orchestrator.engine.hedging`, :mod:`~orchestrator.engine.hedge_delay`).
 
     When an OpenTelemetry SDK is installed, each run is a span with one CLIENT
     span per attempt, and metrics are recorded (:mod:`orchestrator.telemetry`);
@@ -114,17 +114,15 @@ class FallbackAgent(KeywordChecked):
         rng: random.Random | None = None,
         first_token_timeout: float | timedelta | None = None,
         idle_timeout: float | timedelta | None = None,
-        hedge_after: float | timedelta | str | None = None,
+        hedge_after: float | timedelta | str | None = "auto",
         max_hedges: int = 1,
         tracing: bool = True,
         capture_content: bool = False,
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
-        # Deadlines inside a call (engine.deadlines) and hedging (engine.hedging): both off
-        # unless asked, so a plain call is called exactly as before.
+        # Deadlines inside a call (engine.deadlines): off unless asked; hedging: see below.
         self.watch = Watch.of(first_token_timeout, idle_timeout, "FallbackAgent")
-        self.hedge = Hedging.of(hedge_after, max_hedges)
         self.name: str = name or "fallback(" + ",".join(c.name for c in self.children) + ")"
         self.policy = _agent_policy(
             policy, max_retries, retry_strategy, retry_delay, max_delay, jitter
@@ -138,13 +136,17 @@ class FallbackAgent(KeywordChecked):
             else ProviderChild(c, p, watched(c, self.watch, self.clock))
             for c, p in zip(self.children, self.policies, strict=True)
         )
-        if self.hedge is not None:
-            check_hedged(self.members, hedge_after)
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
         self.timeout = seconds_or_none(timeout, "timeout")
         self.attempt_timeout = seconds_or_none(attempt_timeout, "attempt_timeout")
+        # Hedging (engine.hedging) on by default when a successor exists (engine.hedge_delay).
+        self.hedge = Hedging.of(
+            hedge_after, max_hedges, self.children, (self.timeout, self.attempt_timeout)
+        )
+        if hedge_after is not None and hedge_after != "auto":  # the default warns of nothing
+            check_hedged(self.members, hedge_after)
         if (
             isinstance(schema_retries, bool)
             or not isinstance(schema_retries, int)

@@ -7,10 +7,11 @@ the run then calls ``admit`` and ``run_in`` without asking what the child is.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.engine.attempt import accepts, attempt, report_call, skip
-from orchestrator.engine.retrying import retry
+from orchestrator.engine.retrying import retries_later, retry
 from orchestrator.engine.run import Run, Via
 from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
 from orchestrator.policy import RetryPolicy
@@ -21,18 +22,22 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "ProviderChild", "too_long"]
+__all__ = ["ChainChild", "Deferred", "Down", "ProviderChild", "come_back", "too_long"]
 
 
 class ProviderChild:
     """A provider in a chain: admitted by the health store, retried under its policy."""
 
-    __slots__ = ("callee", "policy", "provider")
+    __slots__ = ("callee", "down", "policy", "provider")
 
-    def __init__(self, provider: Any, policy: RetryPolicy, callee: Any = None) -> None:
+    def __init__(
+        self, provider: Any, policy: RetryPolicy, callee: Any = None, down: Down | None = None
+    ) -> None:
         self.provider, self.policy = provider, policy
         # What each attempt calls: the provider, or a view of it under its deadlines.
         self.callee = provider if callee is None else callee
+        #: Whether its last call spent every retry (shared with hedge lanes' views of it).
+        self.down = Down() if down is None else down
 
     @property
     def name(self) -> str:
@@ -69,18 +74,36 @@ class ProviderChild:
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         try:
-            outcome = await self._call(run, request, via)
+            outcome = await (
+                self._call(run, request, via) if via != "again" else self._again(run, request)
+            )
         except asyncio.CancelledError:
             run.log.verdict = None
             raise
         finally:
             report_call(run, self.name)
+        self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
         if isinstance(outcome, Result):
             return outcome
+        made = run.log.attempts[-1].attempt_number
+        if via != "probe" and made <= self.policy.max_retries and self._retried_last(run, outcome):
+            run.deferred.append(Deferred(self.name, made, outcome))
         return run.leave(self.name, outcome)
 
+    async def _again(self, run: Run, request: Request) -> Result | BaseException:
+        """The retries that waited for the later children to fail (:class:`Deferred`)."""
+        later = next(d for d in run.deferred if d.name == self.name)
+        run.deferred.remove(later)
+        run.log.note = "retried last: the later children failed first"
+        return await retry(
+            run, self.callee, request, later.error, self.policy, last_resort=False, made=later.made
+        )
+
+    def _retried_last(self, run: Run, error: BaseException) -> bool:
+        return run.retryable(error, self.policy) and retries_later(run, error, self.policy)
+
     async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
-        """The first attempt and, if it failed and may be retried, the retries."""
+        """The first attempt and, if it failed and may be retried now, the retries."""
         provider, policy = self.callee, self.policy
         outcome = await attempt(run, provider, request, 1, policy, via == "probe")
         # A half-open probe is one request, never retried: the circuit decides on it.
@@ -89,11 +112,58 @@ class ProviderChild:
             and policy.max_retries > 0
             and via != "probe"
             and run.retryable(outcome, policy)
+            and not retries_later(run, outcome, policy)
+            and not (policy.probe_when_down and self.down.is_down and run.later)
         ):
             outcome = await retry(
                 run, provider, request, outcome, policy, last_resort=via == "last_resort"
             )
         return outcome
+
+
+class Down:
+    """Whether a provider is down: its last call spent every retry on errors that would
+    have been retried. While it is, each call gives it one attempt (a probe), no retries
+    (``RetryPolicy.probe_when_down``): the chain answers from the next child at once and
+    never hammers a provider in an outage; its first success brings the retries back."""
+
+    __slots__ = ("is_down",)
+
+    def __init__(self) -> None:
+        self.is_down = False
+
+    def after(
+        self, policy: RetryPolicy, outcome: Result | BaseException, made: int, run: Run
+    ) -> None:
+        """Learn from a call that ended with ``outcome`` after ``made`` attempts."""
+        if isinstance(outcome, Result):
+            self.is_down = False
+        elif policy.probe_when_down and run.retryable(outcome, policy):
+            spent = made > policy.max_retries or self.is_down
+            self.is_down = spent and not retries_later(run, outcome, policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A provider whose retries wait until the later children failed (a timeout:
+    ``retried_last``): its name, the attempts it made, and its last error."""
+
+    name: str
+    made: int
+    error: BaseException
+
+
+async def come_back(run: Run, prev: str, error: BaseException) -> Result | BaseException:
+    """Every later child failed: spend the retries that waited for them (timeouts,
+    ``retried_last``), in the order the children were tried; a Result or the last error."""
+    run.later = False
+    names = [m.name for m in run.agent.members]
+    for later in list(run.deferred):
+        outcome, _ = await run.next_child(names.index(later.name), prev, error, "again")
+        if isinstance(outcome, Result):
+            return outcome
+        error, prev = outcome, later.name
+    return error
 
 
 def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:

@@ -101,6 +101,11 @@ class Classifier:
         decided = _decide(self._retry_on, error) if means.overridable else None
         return means.retried if decided is None else decided
 
+    def retried_last(self, error: BaseException) -> bool:
+        """Whether ``error``'s retries wait until the later children failed (a timeout)."""
+        means = meaning(error)
+        return means is not None and means.retried_last
+
     def hands_over(self, error: BaseException) -> bool:
         """Whether ``error`` (not retried, or retries spent) passes the call to the next child."""
         means = meaning(error)

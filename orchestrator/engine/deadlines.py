@@ -15,9 +15,10 @@ attempt's timeout. ``run`` is not
 streamed for that default; it streams only for deadlines a user set.
 
 A provider may yield its final Response as soon as its content is complete
-(Anthropic's ``message_delta`` with the stop reason): the rest of the stream (its
-tail) is still read, under the idle deadline, but a tail that stalls or fails
-changes nothing: the complete answer stands.
+(Anthropic's ``message_delta`` with the stop reason, OpenAI's usage chunk): the rest
+of the stream (its tail: the terminator) is not waited for, so a stream that never
+sends its terminator, or stalls before it, still answers at once (the connection is
+closed rather than reused).
 
 The engine, not each provider, keeps this watch: a child with either deadline
 (its own attribute, else the :class:`~orchestrator.FallbackAgent` default) is
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.clock import Clock
-from orchestrator.errors import FirstTokenTimeout, ProviderError, StreamInterrupted, StreamStalled
+from orchestrator.errors import FirstTokenTimeout, StreamInterrupted, StreamStalled
 from orchestrator.types import Request, Response, ToolCallDelta
 from orchestrator.units import Seconds, seconds_or_none
 
@@ -157,25 +158,21 @@ class Watched:
         agen = self.provider.stream(request)
         chunks = 0
         deadline = None if watch.first_token is None else clock.now() + watch.first_token
-        complete = False  # the final Response came: what follows is the stream's tail
         async with contextlib.aclosing(agen):
             while True:
                 try:
                     item = await self._next(agen, deadline, chunks)
                 except StopAsyncIteration:
                     return
-                except ProviderError:
-                    if complete:
-                        return  # the tail stalled or failed: the complete answer stands
-                    raise
                 if isinstance(item, Response):
-                    complete = True
-                elif is_content(item):
+                    yield item
+                    return  # the answer is complete: the stream's tail is not waited for
+                if is_content(item):
                     chunks += 1
                 elif item is not PROGRESS:
                     yield item  # a keep-alive (or anything else): no deadline moves
                     continue
-                if chunks or complete:  # the first deadline runs to the first content
+                if chunks:  # the first deadline runs to the first content
                     deadline = None if watch.idle is None else clock.now() + watch.idle
                 yield item
 
@@ -210,6 +207,7 @@ async def assemble(stream: AsyncIterator[Any], name: str) -> Response:
         async for item in stream:
             if isinstance(item, Response):
                 final = item
+                break  # the answer is complete: its stream's tail is not waited for
     if final is None:
         raise StreamInterrupted("stream ended without its final message", provider=name)
     return final

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from orchestrator.errors import Rejected, StreamInterrupted
+from orchestrator.errors import PrefillUnsupported, Rejected, StreamInterrupted
 from orchestrator.types import Message, Request, Response, ToolCallDelta
 
 __all__ = [
@@ -75,7 +75,16 @@ class Streamed:
     committed, since no provider can resume a call half made.
     """
 
-    __slots__ = ("delivered", "left", "mode", "on_chunk", "sink", "source", "tool_started")
+    __slots__ = (
+        "delivered",
+        "left",
+        "mode",
+        "on_chunk",
+        "refused_prefill",
+        "sink",
+        "source",
+        "tool_started",
+    )
 
     def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
@@ -87,12 +96,25 @@ class Streamed:
         self.tool_started = False  # the current attempt streamed a tool-call delta
         #: The provider whose text reached the consumer first (a gateway's headers name it).
         self.source: str | None = None
+        #: Children that refused a prefill this run: continued by a user turn from then on.
+        self.refused_prefill: set[str] = set()
 
     def call(self, child: Any, request: Request) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked."""
         if self.delivered and self.mode == "continue":
-            request = self._with_prefix(request, takes_prefill(child))
+            if takes_prefill(child) and child.name not in self.refused_prefill:
+                return self._prefilled(child, request)
+            request = self._with_prefix(request, prefill=False)
         return self._stream(child, request)
+
+    async def _prefilled(self, child: Any, request: Request) -> Response:
+        """The continuation as a prefill; a model that refuses one after all (a new Claude,
+        a server nobody could know) is asked again at once, in this attempt, by a user turn."""
+        try:
+            return await self._stream(child, self._with_prefix(request, prefill=True))
+        except PrefillUnsupported:
+            self.refused_prefill.add(child.name)
+        return await self._stream(child, self._with_prefix(request, prefill=False))
 
     def for_hook(self, request: Request) -> Request:
         """With ``continue``, the streamed text leaves for the next provider too: show it to
@@ -167,6 +189,7 @@ class Streamed:
                         self.sink.put_nowait(item)
                 elif isinstance(item, Response):
                     final = item
+                    break  # the answer is complete: the stream's tail is not waited for
                 elif isinstance(item, ToolCallDelta):
                     self.tool_started = True
                     if self.on_chunk is not None:

@@ -134,8 +134,9 @@ class _Race:
         lane_run = Run(outer.agent, outer.request, *limits)
         lane_run.log.started, lane_run.log.note = outer.log.started, note
         lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
+        lane_run.later, lane_run.deferred = idx + 1 < len(outer.agent.members), outer.deferred
         racer = _Racer(self, member, lane_run, hedge=bool(self.lanes))
-        child = ProviderChild(member.provider, member.policy, racer)
+        child = ProviderChild(member.provider, member.policy, racer, member.down)
         task = asyncio.create_task(child.run_in(lane_run, request, via))
         lane = _Lane(idx, lane_run, racer, task)
         racer.lane = lane

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StopCondition",
+    "retries_later",
     "retry",
     "stop_after_attempt",
     "stop_before_deadline",
@@ -165,15 +166,16 @@ class stop_if_budget_empty(StopCondition):
 
 
 def stop_conditions(
-    run: Run, name: str, policy: RetryPolicy, *, last_resort: bool, since: int
+    run: Run, name: str, policy: RetryPolicy, *, last_resort: bool, since: int, made: int = 1
 ) -> stop_first_of:
     """Everything that ends the retries of ``name`` in ``run``, in the order it is checked.
 
-    ``since`` is the index of the child's first attempt in the run's log.
+    ``since`` is the index of the child's first attempt in the run's log; ``made`` the
+    attempts it made before (more than 1 when its retries waited for later children).
     """
     agent = run.agent
     log = run.log
-    stop = stop_after_attempt(policy.max_retries + 1) | stop_if_schema_retries_spent(
+    stop = stop_after_attempt(policy.max_retries + 2 - made) | stop_if_schema_retries_spent(
         agent.schema_retries, lambda: log.count(InvalidOutput, since)
     )
     if run.deadline is not None:
@@ -186,6 +188,12 @@ def stop_conditions(
     return stop
 
 
+def retries_later(run: Run, error: BaseException, policy: RetryPolicy) -> bool:
+    """Whether ``error``'s retries wait until the later children failed: a later child can
+    take the call and ``error``'s class is ``retried_last`` (a timeout), policy permitting."""
+    return run.later and policy.retry_timeouts_last and run.agent.classifier.retried_last(error)
+
+
 async def retry(
     run: Run,
     child: Any,
@@ -194,17 +202,19 @@ async def retry(
     policy: RetryPolicy,
     *,
     last_resort: bool,
+    made: int = 1,
 ) -> Result | BaseException:
-    """Retry ``child`` after its first attempt failed with ``first``; the Result or last error."""
+    """Retry ``child`` after its attempt number ``made`` failed with ``first``; the Result
+    or the last error."""
     since = len(run.log.attempts) - 1  # the first attempt, already in the log
-    stop = stop_conditions(run, child.name, policy, last_resort=last_resort, since=since)
+    stop = stop_conditions(run, child.name, policy, last_resort=last_resort, since=since, made=made)
     try:
-        async for try_ in _retrying(run, child.name, policy, stop):
+        async for try_ in _retrying(run, child.name, policy, stop, made - 1):
             with try_:
                 n = try_.retry_state.attempt_number
                 if n == 1:
                     raise first  # replay the first attempt's outcome into tenacity
-                outcome = await attempt(run, child, request, n, policy)
+                outcome = await attempt(run, child, request, n + made - 1, policy)
                 if isinstance(outcome, Result):
                     return outcome
                 raise outcome
@@ -219,18 +229,23 @@ async def retry(
     raise AssertionError("unreachable: tenacity ended without an outcome")  # pragma: no cover
 
 
-def _retrying(run: Run, name: str, policy: RetryPolicy, stop: stop_base) -> AsyncRetrying:
-    """tenacity's loop for one provider: the policy's wait, ``stop``, and each retry announced."""
+def _retrying(
+    run: Run, name: str, policy: RetryPolicy, stop: stop_base, offset: int
+) -> AsyncRetrying:
+    """tenacity's loop for one provider: the policy's wait, ``stop``, and each retry announced
+    (``offset``: attempts made before tenacity's first)."""
     agent = run.agent
 
     def retryable(state: RetryCallState) -> bool:
         err = state.outcome.exception() if state.outcome is not None else None
-        return err is not None and run.retryable(err, policy)
+        return (
+            err is not None and run.retryable(err, policy) and not retries_later(run, err, policy)
+        )
 
     async def before_sleep(state: RetryCallState) -> None:
         run.decided("retry")  # the failed attempt's event and span say what follows it
         err = state.outcome.exception() if state.outcome is not None else None
-        n, delay = state.attempt_number, state.upcoming_sleep
+        n, delay = state.attempt_number + offset, state.upcoming_sleep
         events.emit(
             "info",
             "retry_scheduled",

@@ -33,11 +33,13 @@ from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.engine.children import Deferred
 
 __all__ = ["Run", "Via"]
 
-#: How a child was let in: normally, as the half-open probe, or as the last resort.
-Via = Literal["closed", "probe", "last_resort"]
+#: How a child was let in: normally, as the half-open probe, as the last resort, or
+#: again for the retries that waited for the later children (``retried_last``).
+Via = Literal["closed", "probe", "last_resort", "again"]
 
 
 class _DeadlinePassed(Exception):
@@ -47,7 +49,17 @@ class _DeadlinePassed(Exception):
 class Run:
     """One ``FallbackAgent.run`` (or a nested chain inside one): children, retries, hand-overs."""
 
-    __slots__ = ("agent", "attempt_limit", "deadline", "delivery", "log", "request", "schema")
+    __slots__ = (
+        "agent",
+        "attempt_limit",
+        "deadline",
+        "deferred",
+        "delivery",
+        "later",
+        "log",
+        "request",
+        "schema",
+    )
 
     def __init__(
         self,
@@ -62,6 +74,10 @@ class Run:
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
+        #: Whether a later child can take the call (then a timeout's retries wait for it)
+        #: and the children whose retries wait (:func:`~orchestrator.engine.children.come_back`).
+        self.later = False
+        self.deferred: list[Deferred] = []
 
     @classmethod
     def start(
@@ -165,11 +181,18 @@ class Run:
                 if adm is not None and adm.probe:
                     self.log.note = "half-open probe"
                     via = "probe"
-                outcome, resume = await self._next_child(idx, prev, last_error, via)
+                self.later = idx + 1 < len(agent.members)
+                outcome, resume = await self.next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, agent.members[resume].name
                 resume += 1
+            if self.deferred and last_error is not None and prev is not None:
+                from orchestrator.engine.children import come_back  # it imports the run
+
+                back = await come_back(self, prev, last_error)
+                if isinstance(back, Result):
+                    return self._succeeded(back)
             if not called and skipped_:
                 last = await self._last_resort(skipped_)
                 if isinstance(last, Result):
@@ -199,14 +222,14 @@ class Run:
             outcome: Result | BaseException | None = None
             try:
                 error = skipped_[idx - 1][0] if idx else None
-                outcome, _ = await self._next_child(idx, before, error, "last_resort")
+                outcome, _ = await self.next_child(idx, before, error, "last_resort")
             finally:
                 store.end_last_resort(name, succeeded=isinstance(outcome, Result))
             return outcome
         self.log.amend_last(note="every circuit open and each already has its last-resort call")
         return None
 
-    async def _next_child(
+    async def next_child(
         self, idx: int, prev: str | None, last_error: BaseException | None, via: Via
     ) -> tuple[Result | BaseException, int]:
         """Hand over to child ``idx`` (hooks first) and try it, hedged if the agent hedges;
@@ -218,7 +241,7 @@ class Run:
             if isinstance(decision, Stop):
                 return self._stopped(decision), idx
             request = decision
-        if self.agent.hedge is not None and via != "last_resort":
+        if self.agent.hedge is not None and via in ("closed", "probe"):
             from orchestrator.engine.hedging import can_hedge, race  # it imports the run
 
             if can_hedge(self, idx):

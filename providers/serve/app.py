@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -50,6 +51,8 @@ _WIRES: dict[str, Wire] = {"openai": _OPENAI, "anthropic": _ANTHROPIC, "response
 _PING = b": keep-alive\n\n"
 _PING_EVERY = 1.0
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+#: The model name the client asked for (replies name the model that answered).
+_ALIAS = "x-failover-model-alias"
 
 
 def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> web.Application:
@@ -233,11 +236,17 @@ def _endpoint(wire: Wire) -> Any:
     return handle
 
 
-def _result_headers(result: Result) -> dict[str, str]:
-    headers = {"x-failover-attempts": str(len(result.attempts))}
+def _result_headers(call: ClientCall, result: Result) -> dict[str, str]:
+    headers = {"x-failover-attempts": str(len(result.attempts)), _ALIAS: call.model}
     if result.handled_by is not None:
         headers["x-failover-handled-by"] = result.handled_by
     return headers
+
+
+def _answered_by(call: ClientCall, model: str | None) -> ClientCall:
+    """``call`` as the reply names it: the model that answered, when known (the client's
+    alias stays in the ``x-failover-model-alias`` header)."""
+    return replace(call, model=model) if model else call
 
 
 async def _whole(wire: Wire, call: ClientCall, model: Model) -> web.Response:
@@ -245,7 +254,8 @@ async def _whole(wire: Wire, call: ClientCall, model: Model) -> web.Response:
         result = await model.run(call.request)
     except Exception as exc:
         return _failure(wire, _failed(exc), _attempts(exc))
-    return _json(200, wire.reply(call, result), _result_headers(result))
+    reply = wire.reply(_answered_by(call, result.model), result)
+    return _json(200, reply, _result_headers(call, result))
 
 
 def _failed(error: BaseException) -> Failure:
@@ -266,7 +276,7 @@ async def _stream(
     """Stream text as it arrives; the status line waits for the first content, so a chain that
     fails before any still gets a proper error status. Tool-call pieces go out whole at the
     end; meanwhile an SSE comment now and then keeps the client's idle timer from firing."""
-    streamer = wire.streamer(call)
+    streamer = wire.streamer(call)  # until content names the provider that answers
     response: web.StreamResponse | None = None
     pinged = 0.0
     try:
@@ -274,9 +284,9 @@ async def _stream(
             async for chunk in chunks:
                 out = b""
                 if response is None:
-                    response = await _open(
-                        request, _answering_headers(getattr(chunks, "answering", None))
-                    )
+                    answering = getattr(chunks, "answering", None)
+                    streamer = wire.streamer(_answered_by(call, model.model_of(answering)))
+                    response = await _open(request, _answering_headers(call, answering))
                     out = streamer.start()  # before text(): a streamer may number its events
                 if isinstance(chunk, str):
                     out += streamer.text(chunk)
@@ -298,17 +308,21 @@ async def _stream(
         await response.write(streamer.error(failure))
         return response
     if response is None:  # no text: tool calls only, or an empty reply
-        response = await _open(request, _result_headers(result))
+        streamer = wire.streamer(_answered_by(call, result.model))
+        response = await _open(request, _result_headers(call, result))
         await response.write(streamer.start())
     await response.write(streamer.end(result))
     await response.write_eof()
     return response
 
 
-def _answering_headers(provider: str | None) -> dict[str, str]:
+def _answering_headers(call: ClientCall, provider: str | None) -> dict[str, str]:
     """A stream's status line goes out with its first content, before the run ends: it names
     the provider whose text that is (the attempt count is known only at the end)."""
-    return {"x-failover-handled-by": provider} if provider else {}
+    headers = {_ALIAS: call.model}
+    if provider:
+        headers["x-failover-handled-by"] = provider
+    return headers
 
 
 async def _open(request: web.Request, headers: dict[str, str]) -> web.StreamResponse:

@@ -52,6 +52,20 @@ class Model:
             return stream
         return _whole(self, request)
 
+    def model_of(self, provider: str | None) -> str | None:
+        """The model name of the provider called ``provider`` in this agent's chain (nested
+        chains included), or None: what a reply names when that provider answered."""
+        pending = [self.node] if self.kind == "agent" else []
+        while pending:
+            node = pending.pop()
+            children = getattr(node, "children", None)
+            if isinstance(children, tuple):
+                pending.extend(children)
+            elif getattr(node, "name", None) == provider:
+                model = getattr(node, "model", None)
+                return model if isinstance(model, str) else None
+        return None
+
 
 class _Whole:
     def __init__(self, result: Result) -> None:

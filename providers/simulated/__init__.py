@@ -2,14 +2,16 @@
 
 ``server`` holds :class:`SimulatedServer`; ``command`` the command line; ``faults`` what a
 request gets; ``script`` the script-file format; ``http11`` the HTTP/1.1 server;
-``respond`` renders a fault; ``hostile`` the oversized and endless replies;
+``respond`` renders a fault; ``hostile`` the oversized and endless replies; ``benchmark``
+the faults of an outside failover benchmark (reset, unterminated);
 ``wires/`` one module per wire format.
 """
 
 from __future__ import annotations
 
+from providers.simulated.benchmark import BenchmarkFault
 from providers.simulated.command import main
 from providers.simulated.script import load_script
 from providers.simulated.server import ROUTES, Fault, SimulatedServer
 
-__all__ = ["ROUTES", "Fault", "SimulatedServer", "load_script", "main"]
+__all__ = ["ROUTES", "BenchmarkFault", "Fault", "SimulatedServer", "load_script", "main"]

@@ -14,6 +14,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from providers.simulated.benchmark import BENCHMARK_KINDS, benchmark_reply
 from providers.simulated.faults import ERROR_KINDS, Fault
 from providers.simulated.hostile import HOSTILE_KINDS, hostile
 from providers.simulated.http11 import Exchange
@@ -239,6 +240,8 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return _cut(ex, wire, call, fault)
     if kind in HOSTILE_KINDS:
         return hostile(ex, wire, call, fault)
+    if kind in BENCHMARK_KINDS:
+        return benchmark_reply(ex, wire, call, fault, respond)
     if call.stream:
         if kind == "content_filter":
             events = wire.filtered_stream(call, fault.prompt_blocked)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError
+from orchestrator import FallbackAgent, FallbackError, RetryPolicy
 from orchestrator.errors import ProviderTimeout, StreamInterrupted
 from providers import AnthropicMessages, Fault, FunctionProvider, OpenAIChat, SimulatedServer
 
@@ -20,8 +20,12 @@ async def test_attempt_timeouts_close_their_connections() -> None:
         agent = FallbackAgent(
             [openai(sim), FunctionProvider(lambda r: "backup", name="backup")],
             attempt_timeout=0.3,  # long enough for a request to reach the server on a loaded machine
-            max_retries=1,
-            retry_strategy="none",
+            # Timeouts retried at once, every run (not last, nor only probed once the primary
+            # is known down: the defaults): two hung requests per run, each must be closed.
+            policy=RetryPolicy(
+                max_retries=1, strategy="none", retry_timeouts_last=False, probe_when_down=False
+            ),
+            hedge_after=None,  # the attempt timeout cuts the hung request, not a hedge
         )
         # Warm up first: the first call imports the HTTP client and connects, which on a
         # loaded machine can take most of the budget before the request is sent.
@@ -62,7 +66,10 @@ async def test_cancelling_a_run_mid_request_leaves_no_request_or_task() -> None:
 async def test_run_deadline_over_http_raises_with_the_timed_out_attempt() -> None:
     async with SimulatedServer() as sim:
         sim.set_default("openai", Fault.delay(5.0))
-        agent = FallbackAgent([openai(sim), openai_named(sim, "second")], timeout=0.2)
+        # hedge_after=None: the run's deadline alone (a hedge would start "second" at 1/3 of it)
+        agent = FallbackAgent(
+            [openai(sim), openai_named(sim, "second")], timeout=0.2, hedge_after=None
+        )
         with pytest.raises(FallbackError) as info:
             await agent.run("x")
         assert [a.reason for a in info.value.attempts] == ["deadline"]

@@ -3,7 +3,8 @@
 Where ``test_http_matrix`` checks the class each provider maps a fault to, this
 checks the action the taxonomy requires of the engine, counted at the server:
 transient and invalid output are retried once (2 upstream requests) then
-handed over; unusable and a long Retry-After hand over at once (1 request);
+handed over, but a timeout hands over at once (its retry waits for the next child to fail,
+issue 17 item 18); unusable and a long Retry-After hand over at once (1 request);
 terminal errors are raised as themselves with no fallback (1 request).
 """
 
@@ -33,6 +34,8 @@ def expected_action(error_class: type[E.ProviderError]) -> tuple[str, int]:
         return "raise", 1
     if issubclass(error_class, E.UnusableError):
         return "fallback", 1
+    if error_class.retried_last:
+        return "fallback", 1  # a timeout hands over at once: its retry waits for the backup
     return "fallback", 2  # transient and invalid output: one retry, then hand over
 
 
@@ -67,6 +70,9 @@ async def test_fault_action(
     agent = FallbackAgent(
         [primary, FunctionProvider(backup)],
         policy=RetryPolicy(max_retries=1, strategy="none", max_retry_after=1.0),
+        # The taxonomy's action alone: the default hedge (a third of the 0.5 s timeout) would
+        # race it on a loaded machine (the backup answering before the primary's request).
+        hedge_after=None,
     )
     # A broken event mid-stream (invalid_json), after text was delivered, is retried and
     # handed over like any invalid output: the default mid_stream="continue" goes on from
@@ -98,6 +104,7 @@ async def test_broken_event_mid_stream_continues_on_the_next_child(
         [make(route, sim, timeout=TIMEOUT), FunctionProvider(backup)],
         max_retries=0,
         mid_stream="continue",
+        hedge_after=None,  # continuation after delivered text, not a hedge racing it
     )
     async with agent.stream("What is the capital of France?") as s:
         chunks = [c async for c in s]

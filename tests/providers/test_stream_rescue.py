@@ -64,13 +64,31 @@ async def test_a_cut_stream_continues_on_a_model_that_refuses_prefill() -> None:
         assert sent[1]["content"] == delivered and "continue" in sent[2]["content"].lower()
 
 
-async def test_a_refused_prefill_never_masks_the_original_failure() -> None:
-    """A provider wrongly said to take a prefill answers 400: handed over (not a terminal
-    InvalidRequest that ends the run as the caller's error), and when the rescue fails the
-    caller's error starts with the original mid-stream failure."""
+async def test_a_model_wrongly_said_to_take_a_prefill_is_asked_again_by_a_user_turn() -> None:
+    """A provider said to take a prefill answers 400 (a new Claude the defaults do not know):
+    the same attempt asks again with a user turn, and the caller gets the whole answer."""
     async with SimulatedServer() as sim:
         sim.set_default("openai", FAULTS["cut"])
-        sim.set_default("anthropic", Fault.no_prefill())
+        sim.set_default("anthropic", Fault.no_prefill(Fault.ok(" and the rest")))
+        primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
+        claude = AnthropicMessages(
+            "claude-opus-4-6", base_url=sim.anthropic_url, api_key=KEY, accepts_prefill=True
+        )
+        agent = FallbackAgent([primary, claude], max_retries=0)
+        async with agent.stream("write") as s:
+            text = "".join([c async for c in s])
+        assert s.result.handled_by == claude.name and text.endswith(" and the rest")
+        first, second = (r["body"]["messages"] for r in sim.requests("anthropic"))
+        assert [m["role"] for m in first] == ["user", "assistant"]
+        assert [m["role"] for m in second] == ["user", "assistant", "user"]
+
+
+async def test_a_refused_prefill_never_masks_the_original_failure() -> None:
+    """When the rescue fails too, the caller's error starts with the original mid-stream
+    failure, not with the prefill 400 (which was a terminal InvalidRequest on main)."""
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", FAULTS["cut"])
+        sim.set_default("anthropic", Fault.no_prefill(Fault.server_error(503)))
         primary = OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key=KEY)
         claude = AnthropicMessages(
             "claude-opus-4-6", base_url=sim.anthropic_url, api_key=KEY, accepts_prefill=True
@@ -81,9 +99,9 @@ async def test_a_refused_prefill_never_masks_the_original_failure() -> None:
                 async for _ in s:
                     pass
         kinds = [type(a.error).__name__ for a in caught.value.attempts]
-        assert kinds == ["StreamInterrupted", "PrefillUnsupported"]
+        assert kinds == ["StreamInterrupted", "ServerError"]
         message = str(caught.value)
-        assert message.index("StreamInterrupted") < message.index("PrefillUnsupported")
+        assert message.index("StreamInterrupted") < message.index("ServerError")
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,14 @@ def test_a_tool_call_cut_mid_stream_says_it_cannot_be_resumed() -> None:
 
 async def test_a_run_deadline_names_the_providers_it_never_tried(clock: FakeClock) -> None:
     slow = Scripted("slow", [("sleep", 100.0, "late")], clock=clock)
+    # hedge_after=None: the default hedge would start b after a third of the timeout and
+    # rescue the run; this is the message for a run whose deadline left providers untried.
     agent = FallbackAgent(
-        [slow, Scripted("b", ["x"]), Scripted("c", ["x"])], name="d", timeout=10.0, clock=clock
+        [slow, Scripted("b", ["x"]), Scripted("c", ["x"])],
+        name="d",
+        timeout=10.0,
+        clock=clock,
+        hedge_after=None,
     )
     out = io.StringIO()
     with Progress(out).active(), pytest.raises(FallbackError) as err:

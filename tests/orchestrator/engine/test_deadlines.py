@@ -9,6 +9,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ProviderTimeout, ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore
+from orchestrator.policy import RetryPolicy
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
 from tests.conftest import Scripted, wait_until_cancelled
@@ -17,7 +18,9 @@ from tests.conftest import Scripted, wait_until_cancelled
 async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
     a = Scripted("a", [("sleep", 100.0, "too late")], clock=clock)
     b = Scripted("b", ["ok"])
-    agent = FallbackAgent([a, b], attempt_timeout=5.0, max_retries=1, retry_delay=1.0, clock=clock)
+    # Retried at once, not last (the default: test_retried_last): the schedule under test.
+    now = RetryPolicy(max_retries=1, delay=1.0, retry_timeouts_last=False)
+    agent = FallbackAgent([a, b], attempt_timeout=5.0, policy=now, hedge_after=None, clock=clock)
     result = await agent.run("x")
     assert result.handled_by == "b"
     errs = [x.error for x in result.attempts[:2]]
@@ -34,7 +37,11 @@ async def test_run_deadline_raises_fallback_error_with_the_timed_out_attempt(
     b = Scripted("b", ["never"])
     fired: list[object] = []
     agent = FallbackAgent(
-        [a, b], timeout=10.0, clock=clock, on_all_failed=lambda errors: fired.append(errors)
+        [a, b],
+        timeout=10.0,
+        clock=clock,
+        on_all_failed=lambda errors: fired.append(errors),
+        hedge_after=None,  # the deadline alone, not a hedge racing it (test_hedging)
     )
     with pytest.raises(FallbackError) as info:
         await agent.run("x")
@@ -71,6 +78,7 @@ async def test_real_clock_attempt_timeout_cuts_a_hanging_call() -> None:
         [FunctionProvider(hang), FunctionProvider(lambda r: "ok", name="ok")],
         attempt_timeout=0.05,
         max_retries=0,
+        hedge_after=None,  # the attempt timeout alone, not a hedge racing it (test_hedging)
     )
     result = await agent.run("x")
     assert result.handled_by == "ok"

@@ -83,13 +83,9 @@ async def test_strategies(
     clock: FakeClock, strategy: str, delay: float, expected: list[float]
 ) -> None:
     a = Scripted("a", [TimeoutError("slow")])
-    agent = FallbackAgent(
-        [a, Scripted("b", ["ok"])],
-        max_retries=3,
-        retry_strategy=strategy,
-        retry_delay=delay,
-        clock=clock,
-    )
+    # A timeout retried at once (not last, the default): the schedule under test.
+    policy = RetryPolicy(max_retries=3, strategy=strategy, delay=delay, retry_timeouts_last=False)  # type: ignore[arg-type]
+    agent = FallbackAgent([a, Scripted("b", ["ok"])], policy=policy, clock=clock)
     await agent.run("hi")
     assert clock.sleeps == expected
 
@@ -98,6 +94,7 @@ async def test_max_delay_caps_the_schedule(clock: FakeClock) -> None:
     agent = FallbackAgent(
         [Scripted("a", [RuntimeError("x")]), Scripted("b", ["ok"])],
         policy=RetryPolicy(max_retries=5, delay=10.0, max_delay=25.0),
+        hedge_after=None,  # the whole schedule: no hedge cutting into the backoff
         clock=clock,
     )
     await agent.run("hi")

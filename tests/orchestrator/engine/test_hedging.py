@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request, Stop, Usage
+from orchestrator.engine.hedge_delay import AUTO_AFTER
 from orchestrator.engine.hedging import FLOOR, MIN_SAMPLES, TAIL_CAP, Hedging
 from orchestrator.errors import ServerError
 from orchestrator.health import MemoryHealthStore, RetryBudget
@@ -259,8 +260,13 @@ def test_hedging_settings_are_validated(kwargs: dict[str, Any], needle: str) -> 
         FallbackAgent([Scripted("a", ["ok"])], **kwargs)
 
 
-def test_hedging_is_off_by_default() -> None:
-    assert FallbackAgent([Scripted("a", ["ok"]), Scripted("b", ["ok"])]).hedge is None
+def test_hedging_is_auto_by_default_and_off_with_none() -> None:
+    hedge = FallbackAgent([Scripted("a", ["ok"]), Scripted("b", ["ok"])]).hedge
+    assert hedge is not None and hedge.delay("a") == AUTO_AFTER == 10.0
+    timed = FallbackAgent([Scripted("a", ["ok"]), Scripted("b", ["ok"])], attempt_timeout=0.6)
+    assert timed.hedge is not None and timed.hedge.delay("a") == pytest.approx(0.2)
+    off = FallbackAgent([Scripted("a", ["ok"]), Scripted("b", ["ok"])], hedge_after=None)
+    assert off.hedge is None
 
 
 async def test_all_lanes_failing_raise_fallback_error_with_every_attempt(

@@ -105,6 +105,7 @@ async def test_a_retry_stopped_by_the_deadline_spends_no_budget_token(clock: Fak
         retry_delay=2.0,
         timeout=5.0,
         health=store,
+        hedge_after=None,  # a hedge takes a budget token too: only the retries here
         clock=clock,
     )
     result = await agent.run("x")

@@ -32,7 +32,7 @@ async def test_a_529_from_anthropic_is_answered_by_openai_in_openai_format(
         assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
         assert r.headers["x-failover-attempts"] == "2"
     assert reply["object"] == "chat.completion"
-    assert reply["model"] == "review"
+    assert reply["model"] == "gpt-sim"  # the model that answered (issue 17 item 22)
     choice = reply["choices"][0]
     assert choice["finish_reason"] == "stop"
     assert choice["message"]["role"] == "assistant"
