@@ -44,7 +44,7 @@ from orchestrator.secrets import (
     split_user_info,
     url_secrets,
 )
-from orchestrator.types import Message, Request, Response, ToolCall, Usage
+from orchestrator.types import Request, Response, ToolCall, Usage
 from orchestrator.units import seconds, seconds_or_none
 from providers.http.base import BAD_SHAPE, Missing, load_json_async, tokens
 from providers.http.body import ACCEPT_ENCODING, DEFAULT_MAX_RESPONSE_BYTES, check_max_bytes
@@ -57,6 +57,7 @@ from providers.http.errors import (
     redacted,
     short,
 )
+from providers.http.handover import handover_payload
 from providers.http.spec import check_url
 from providers.http.tools import MAX_TOOL_CALLS, tool_call
 
@@ -68,50 +69,10 @@ HeadersArg = (
     | Callable[[], Awaitable[Mapping[str, str]]]
     | None
 )
-_ATTEMPT_KEYS = ("agent", "error_type", "reason", "attempt_number")
 
 
 def _has_authorization(headers: Mapping[str, str]) -> bool:
     return any(str(name).lower() == "authorization" for name in headers)
-
-
-def _message(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in m.tool_calls
-        ]
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    return out
-
-
-def handover_payload(request: Request) -> dict[str, Any]:
-    """The JSON body for ``request``: prompt, messages, system and the hand-over record
-    (and ``tools``/``tool_choice`` when it has tools: only sent with ``supports_tools``)."""
-    handover = request.metadata.get("handover")
-    handover = handover if isinstance(handover, Mapping) else {}
-    attempts = handover.get("attempts")
-    reason = handover.get("reason")
-    tools: dict[str, Any] = {}
-    if request.tools:
-        tools["tools"] = [
-            {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
-            for t in request.tools
-        ]
-        tools["tool_choice"] = request.tool_choice
-    return {
-        **tools,
-        "prompt": request.prompt,
-        "messages": [_message(m) for m in request.messages],
-        "system": request.system,
-        "reason": reason if isinstance(reason, str) else None,
-        "attempts": [
-            {k: a.get(k) for k in _ATTEMPT_KEYS}
-            for a in (attempts if isinstance(attempts, list | tuple) else ())
-            if isinstance(a, Mapping)
-        ],
-    }
 
 
 class HTTPFallback(KeywordChecked, HTTPCaller):

@@ -61,8 +61,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated.faults import _FACTORIES
-from providers.simulated.script import parse_script
+from providers.simulated.script import FAULT_FACTORIES, parse_script
 from tests.doc_pages import (
     ROOT,
     Block,
@@ -245,7 +244,7 @@ def test_every_fault_and_argument_is_documented() -> None:
     """docs/fault-scripts.md has a row per Fault factory naming each of its arguments."""
     text = (ROOT / "docs" / "fault-scripts.md").read_text(encoding="utf-8")
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", text, re.M)}
-    for name, factory in _FACTORIES.items():
+    for name, factory in FAULT_FACTORIES.items():
         assert name in rows, f"docs/fault-scripts.md: no row for fault {name!r}"
         for param in inspect.signature(factory).parameters:
             assert f"`{param}`" in rows[name], f"fault {name!r}: argument {param!r} not documented"

@@ -1,17 +1,13 @@
-"""The one status/message table, and the readers of each vendor's error replies.
+"""The readers of each vendor's error replies, on top of the one status table.
 
-What an HTTP error status means (:data:`STATUS_CLASSES`, :func:`status_class`), which
-vendor error types and codes decide the class by themselves (:data:`ERROR_CODES`) and
-how a too-long prompt is worded (:data:`CONTEXT_WINDOW`) are written here once; the
-HTTP providers and the coding-agent CLI classifier both read them, so the same reply
-means the same whichever way it reaches us.
-
+What a status or a vendor error code means by itself is :mod:`providers.http.status`
+(its names are re-exported here); this module reads each vendor's error body with it.
 Each ``map_*_error(status, headers, body, provider=...)`` takes the HTTP status,
 the reply headers and the parsed JSON body (``None`` when it was not JSON) and
 returns the error instance to raise; nothing here does I/O. The vendor's own
 message is kept (cut to 200 characters, key-shaped strings masked) because it
 tells the user what to fix; the request text never is. The three vendor readers
-stay here, next to the table, rather than in their vendor modules: ``HTTPFallback``
+stay here, next to each other, rather than in their vendor modules: ``HTTPFallback``
 reads OpenAI-shaped errors too, and no vendor module may import another's.
 """
 
@@ -27,7 +23,6 @@ from orchestrator.errors import (
     ConnectionFailed,
     ContextWindowExceeded,
     GuardrailTriggered,
-    InvalidRequest,
     ModelNotFound,
     Overloaded,
     PrefillUnsupported,
@@ -35,7 +30,6 @@ from orchestrator.errors import (
     ProviderTimeout,
     QuotaExhausted,
     RateLimited,
-    ServerError,
     StreamInterrupted,
     UnusableError,
 )
@@ -43,6 +37,14 @@ from orchestrator.secrets import redact_url
 from providers.http.prefill import PREFILL_REFUSED
 from providers.http.redact import Redacted, Secrets, redacted, short
 from providers.http.retry_after import finite_seconds, header, parse_retry_after, retry_hint
+from providers.http.status import (
+    CONTEXT_WINDOW,
+    ERROR_CODES,
+    STATUS_CLASSES,
+    code_class,
+    map_status,
+    status_class,
+)
 
 __all__ = [
     "CONTEXT_WINDOW",
@@ -65,54 +67,6 @@ __all__ = [
     "status_class",
 ]
 
-#: What an HTTP error status means when nothing more specific is known. Not listed:
-#: another 5xx is a ``ServerError``; another 4xx (405, 410, 418, 451, ...) says nothing
-#: about the request, only that this endpoint will not serve it, so it is an
-#: ``UnusableError``: not retried (the vendors' SDKs do not retry it either), handed over.
-STATUS_CLASSES: Mapping[int, type[ProviderError]] = MappingProxyType(
-    {
-        400: InvalidRequest,  # the request is malformed: every provider would refuse it
-        401: AuthenticationFailed,
-        402: QuotaExhausted,
-        403: AuthenticationFailed,
-        404: ModelNotFound,
-        408: ServerError,
-        409: ServerError,  # a conflict or lock that passes; OpenAI's, Anthropic's SDKs retry it
-        413: ContextWindowExceeded,
-        422: InvalidRequest,
-        429: RateLimited,
-        529: Overloaded,
-    }
-)
-
-#: Vendor error types and codes that decide the class whatever the status says
-#: (OpenAI ``code``/``type``, Anthropic ``error.type``, Gemini status and ErrorInfo reason).
-#: Any other ``billing_*`` code is a ``QuotaExhausted`` too.
-ERROR_CODES: Mapping[str, type[ProviderError]] = MappingProxyType(
-    {
-        "insufficient_quota": QuotaExhausted,
-        "billing_error": QuotaExhausted,
-        "context_length_exceeded": ContextWindowExceeded,
-        "request_too_large": ContextWindowExceeded,
-        "content_filter": GuardrailTriggered,
-        "content_policy_violation": GuardrailTriggered,
-        "model_not_found": ModelNotFound,
-        "invalid_api_key": AuthenticationFailed,
-        "API_KEY_INVALID": AuthenticationFailed,
-        "overloaded_error": Overloaded,
-        # "User location is not supported", "enable billing": not this request's fault,
-        # another region or vendor can serve it.
-        "FAILED_PRECONDITION": UnusableError,
-    }
-)
-
-#: How the vendors word "the prompt is too long for this model".
-CONTEXT_WINDOW = re.compile(
-    r"maximum context|context[_ ]length|context window|prompt is too long|exceed context limit"
-    r"|input token count.{0,80}exceeds|exceeds the maximum number of tokens|too many tokens"
-    r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)",
-    re.IGNORECASE | re.DOTALL,
-)
 
 _DEFAULT_TEXT: Mapping[type[ProviderError], str] = MappingProxyType(
     {
@@ -127,71 +81,10 @@ _DEFAULT_TEXT: Mapping[type[ProviderError], str] = MappingProxyType(
 )
 
 
-def status_class(status: int) -> type[ProviderError]:
-    """The class an HTTP error ``status`` (400-599) means by itself: the table above."""
-    cls = STATUS_CLASSES.get(status)
-    if cls is not None:
-        return cls
-    return ServerError if 500 <= status <= 599 else UnusableError
-
-
-def code_class(*codes: str) -> type[ProviderError] | None:
-    """The class the first decisive vendor error type or code among ``codes`` means."""
-    for code in codes:
-        cls = ERROR_CODES.get(code)
-        if cls is None and code.startswith("billing_"):
-            cls = QuotaExhausted
-        if cls is not None:
-            return cls
-    return None
-
-
 def _decided(
     cls: type[ProviderError], message: str | None, *, provider: str, status: int | None
 ) -> ProviderError:
     return cls(message or _DEFAULT_TEXT.get(cls, cls.__name__), provider=provider, status=status)
-
-
-def _status_reason(status: int) -> str:
-    from http import HTTPStatus
-
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "overloaded" if status == 529 else "unexpected status"
-
-
-def map_status(
-    status: int,
-    headers: Mapping[str, str],
-    message: str | None,
-    *,
-    provider: str,
-    retry_after: float | None = None,
-) -> ProviderError:
-    """The error for ``status`` alone, when the body says nothing more specific.
-
-    4xx and 5xx read :func:`status_class`; a 429 is ``RateLimited`` with the parsed
-    Retry-After; 1xx/3xx mean a wrong ``base_url``.
-    """
-    text = message or _status_reason(status)
-    if 300 <= status <= 399:
-        return UnusableError(
-            f"{text}: base_url answered a redirect ({status}), which is not followed so that "
-            "credentials stay on base_url; check base_url (scheme, host, path)",
-            provider=provider,
-            status=status,
-        )
-    if not 400 <= status <= 599:
-        return UnusableError(
-            f"{text}: unexpected HTTP status; check base_url", provider=provider, status=status
-        )
-    cls = status_class(status)
-    if cls is RateLimited:
-        wait = parse_retry_after(headers)
-        wait = retry_after if wait is None else wait
-        return RateLimited(text, provider=provider, status=status, retry_after=wait)
-    return cls(text, provider=provider, status=status)
 
 
 def not_found_at(error: ProviderError, url: str) -> ProviderError:

@@ -330,66 +330,11 @@ class Fault:
 
     @staticmethod
     def from_spec(spec: Mapping[str, Any] | str) -> Fault:
-        """Build a fault from its JSON form: ``{"<factory>": <arg>, **kwargs}``.
+        """Build a fault from its JSON form, ``{"<factory>": <arg>, **kwargs}`` (the script-file
+        format: :func:`providers.simulated.script.fault_from_spec`)."""
+        from providers.simulated.script import fault_from_spec  # script.py imports this module
 
-        ``<arg>`` is null/true/{} (no argument), a scalar (the first positional
-        argument, e.g. ``{"status": 503}``, ``{"ok": "hello"}``, ``{"delay": 0.5}``)
-        or an object of keyword arguments (``{"ok": {"text": "hi", "chunks": 2}}``).
-        Other keys are keyword arguments: ``{"status": 503, "headers": {...}}``,
-        ``{"delay": 0.2, "then": {"ok": "late"}}``. Nested faults (``then``,
-        ``fault``, ``otherwise``) are specs too; ``usage`` is ``[input, output]``.
-        A bare string names a factory with no argument: ``"hang"``.
-        """
-        if isinstance(spec, str):
-            spec = {spec: None}
-        if not isinstance(spec, Mapping):
-            raise ValueError(f'fault spec: expected an object like {{"status": 503}}, got {spec!r}')
-        names = [k for k in spec if k in _FACTORIES]
-        if len(names) != 1:
-            raise ValueError(
-                f"fault spec {dict(spec)!r}: needs exactly one factory key, one of "
-                f"{sorted(_FACTORIES)}"
-            )
-        name = names[0]
-        arg = spec[name]
-        kwargs: dict[str, Any] = {k: v for k, v in spec.items() if k != name}
-        args: list[Any] = []
-        if isinstance(arg, Mapping):
-            kwargs.update(arg)
-        elif arg is not None and arg is not True:
-            args.append(arg)
-        for key in ("then", "fault", "otherwise"):
-            if key in kwargs and kwargs[key] is not None:
-                kwargs[key] = Fault.from_spec(kwargs[key])
-        if "usage" in kwargs and kwargs["usage"] is not None:
-            kwargs["usage"] = tuple(kwargs["usage"])
-        try:
-            fault: Fault = _FACTORIES[name](*args, **kwargs)
-        except TypeError as exc:
-            raise ValueError(f"fault spec {dict(spec)!r}: bad arguments for {name}: {exc}") from exc
-        return fault
-
-
-_FACTORIES: dict[str, Any] = {
-    name: getattr(Fault, name)
-    for name in (
-        "ok",
-        "content_filter",
-        "no_prefill",
-        *_ERROR_FACTORIES,
-        "hang",
-        "delay",
-        "first_token",
-        "stall",
-        "latency",
-        "flaky",
-        "invalid_json",
-        "missing_field",
-        "cut_stream",
-        "oversized",
-        "endless",
-    )
-}
+        return fault_from_spec(spec)
 
 
 def _check_seconds(where: str, name: str, value: float) -> None:

@@ -3,8 +3,8 @@
 Every call is answered from a local mirror (the same state machine as the
 memory store) and never waits on the network. A background asyncio task,
 started lazily on the first call made inside a running loop, pushes what this
-process recorded (Lua scripts, one pipelined round trip per tick) and pulls
-the shared state every ``sync_interval`` seconds, so a change made by one
+process recorded (Lua scripts, one pipelined round trip per tick: :mod:`.exchange`)
+and pulls the shared state every ``sync_interval`` seconds, so a change made by one
 process is seen by the others within about two intervals plus one round trip.
 If Redis is unreachable or slow, the mirror keeps working alone, one
 ``health_store_degraded`` warning is emitted per outage, and the task
@@ -33,8 +33,8 @@ from orchestrator.health.model import (
     ProviderHealth,
     RetryBudget,
 )
+from orchestrator.health.redis.exchange import Exchange, Op, Outbox, Shared, enqueue
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
-from orchestrator.health.redis.scripts import circuit_keys, window_keys
 from orchestrator.tasks import cancel_and_wait, raise_if_cancel_requested
 from orchestrator.units import seconds
 
@@ -81,10 +81,16 @@ class RedisHealthStore:
         self.sync_interval = seconds(sync_interval, "RedisHealthStore.sync_interval")
         self.timeout = seconds(timeout, "RedisHealthStore.timeout")
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._channel = f"{key_prefix}changes"
+        self._exchange = Exchange(
+            key_prefix=key_prefix,
+            circuit=self.circuit,
+            budget=self.budget,
+            sync_interval=self.sync_interval,
+            owner=self.owner,
+        )
         self._table = CircuitTable(self.circuit, self.clock, probe_gate=self._probe_gate)
         self._local_budget = BudgetWindow(self.budget, self.clock)
-        self._ops: list[tuple[str, str, int, float | None]] = []  # (kind, provider, n, hint)
+        self._ops: list[Op] = []  # to push in the next round trip
         self._dirty: set[str] = set()  # providers whose local state changed since the last push
         self._requests = 0  # recorded since the last push
         self._retries = 0
@@ -122,14 +128,14 @@ class RedisHealthStore:
     def record_success(self, provider: str) -> None:
         """A call succeeded; closes a half-open circuit here now and for all soon."""
         probe = self._record(provider, failed=False, retry_after=None)
-        self._enqueue("s", provider, None)
+        enqueue(self._ops, "s", provider, None)
         self._kick(urgent=probe)
 
     def record_failure(self, provider: str, *, retry_after: float | None = None) -> None:
         """A counted failure; pushed to Redis at once so other processes see it."""
         self._record(provider, failed=True, retry_after=retry_after)
         # Capped here, once, so the shared circuit honours the same max_cooldown.
-        self._enqueue("f", provider, self.circuit.hold_for(retry_after) or None)
+        enqueue(self._ops, "f", provider, self.circuit.hold_for(retry_after) or None)
         self._kick(urgent=True)
 
     def _record(self, provider: str, *, failed: bool, retry_after: float | None) -> bool:
@@ -155,7 +161,7 @@ class RedisHealthStore:
         """The last-resort call ended; its success closes the circuit here and for all."""
         if self._table.release_last_resort(provider, succeeded=succeeded):
             self._dirty.add(provider)
-            self._enqueue("c", provider, None)
+            enqueue(self._ops, "c", provider, None)
             self._kick(urgent=True)
 
     def record_request(self) -> None:
@@ -239,15 +245,6 @@ class RedisHealthStore:
             return True  # Redis unknown or down: decide locally
         return self._claims.get(provider, 0.0) > self.clock.now()
 
-    def _enqueue(self, kind: str, provider: str, hint: float | None) -> None:
-        ops = self._ops
-        if ops and ops[-1][0] == kind == "s" and ops[-1][1] == provider:
-            ops[-1] = (kind, provider, ops[-1][2] + 1, None)  # coalesce a run of successes
-        else:
-            ops.append((kind, provider, 1, hint))
-        if len(ops) > 10_000:  # Redis gone for long: the mirror holds the truth meanwhile
-            del ops[:5_000]
-
     def _kick(self, *, urgent: bool) -> None:
         """Start the sync task if needed (only inside a running loop); wake it if urgent."""
         if self._closed:
@@ -281,7 +278,7 @@ class RedisHealthStore:
                     if client is None:
                         client, shas = await connect(self.url, self.timeout)
                         listener = asyncio.create_task(
-                            listen(self.url, self._channel, self._wake_up)
+                            listen(self.url, self._exchange.channel, self._wake_up)
                         )
                     async with asyncio.timeout(self.timeout * 2):
                         await self._tick(client, shas)
@@ -345,13 +342,6 @@ class RedisHealthStore:
                 detail="Redis unreachable or slow; using local state until it is back",
             )
 
-    def _claim_ttl(self) -> float:
-        """How long a probe claim lasts: a lost probe (crashed process) frees it after this."""
-        return self.circuit.cooldown + 4 * self.sync_interval
-
-    def _keys(self, provider: str, wall: float) -> list[str]:
-        return circuit_keys(self.key_prefix, provider, self.circuit.window, wall)
-
     async def _tick(self, client: Any, shas: dict[str, str]) -> None:
         """One round trip: push ops, budget counts and probe claims, then read shared state."""
         wall, now = self.clock.wall(), self.clock.now()
@@ -360,59 +350,35 @@ class RedisHealthStore:
         requests, retries = self._requests, self._retries
         claims = list(self._want_claim)
         self._want_claim.clear()
-        republish = self._republish
-        self._republish = False
-        circuit = self.circuit
-        claim_ttl = self._claim_ttl()
-        bucket_ttl = int(max(circuit.window, self.budget.window) * 2000)
-        pipe = client.pipeline(transaction=False)
-        for kind, provider, n, hint in ops:
-            args = [kind, n, repr(wall), "" if hint is None else repr(float(hint))]
-            args += [circuit.failure_threshold or 0, circuit.failure_ratio or 0]
-            args += [circuit.min_calls, repr(circuit.cooldown), bucket_ttl, self._channel]
-            keys = self._keys(provider, wall)
-            pipe.evalsha(shas["record"], len(keys), *keys, *args)
-        if republish:
-            for c in self._table:
-                if c.tripped and c.open_until > now:
-                    keys = self._keys(c.provider, wall)[:2]
-                    until = repr(self._table.to_wall(c.open_until))
-                    pipe.evalsha(shas["reopen"], 2, *keys, repr(wall), until, c.consecutive)
-        claim_at = len(pipe.command_stack)
-        for provider in claims:
-            keys = self._keys(provider, wall)[:3]
-            lead = repr(2 * self.sync_interval)
-            pipe.evalsha(
-                shas["claim"], 3, *keys, repr(wall), self.owner, lead, int(claim_ttl * 1000)
-            )
-        budget_keys = window_keys(f"{self.key_prefix}budget:", self.budget.window, wall)
-        if requests or retries:
-            pipe.hincrby(budget_keys[0], "req", requests)
-            pipe.hincrby(budget_keys[0], "retry", retries)
-            pipe.pexpire(budget_keys[0], bucket_ttl)
+        republish, self._republish = self._republish, False
+        reopen = [  # after an outage: the circuits opened meanwhile and still open
+            (c.provider, self._table.to_wall(c.open_until), c.consecutive)
+            for c in (self._table if republish else ())
+            if c.tripped and c.open_until > now
+        ]
         providers = [c.provider for c in self._table]
-        read_keys = [key for p in providers for key in self._keys(p, wall)] + budget_keys
-        pipe.evalsha(shas["read"], len(read_keys), *read_keys, repr(wall), len(providers))
-        results = await pipe.execute()
+        out = Outbox(ops, reopen, claims, requests, retries, providers)
+        won, shared, budget = await self._exchange.round_trip(client, shas, wall, out)
         self._requests -= requests
         self._retries -= retries
-        for provider, won in zip(claims, results[claim_at : claim_at + len(claims)], strict=True):
-            if won == 1:
-                self._claims[provider] = now + claim_ttl
-        self._apply(providers, results[-1])
+        for provider in won:
+            self._claims[provider] = now + self._exchange.claim_ttl
+        self._apply(shared)
+        self._remote_budget = budget
 
-    def _apply(self, providers: list[str], read: list[Any]) -> None:
+    def _apply(self, shared: dict[str, Shared]) -> None:
         """Adopt the shared state for every provider with nothing of ours still unpushed."""
         now, wall = self.clock.now(), self.clock.wall()
-        for i, provider in enumerate(providers):
+        for provider, circuit in shared.items():
             if provider in self._dirty:
                 continue  # a local state change newer than this read is on its way: keep it
-            tripped, open_raw, consec, calls, fails, probe = read[i * 6 : i * 6 + 6]
-            self._remote_window[provider] = (int(fails), int(calls))
-            open_until = now + (float(open_raw) - wall) if open_raw else None
+            self._remote_window[provider] = (circuit.fails, circuit.calls)
+            until = circuit.open_until
             self._table.adopt(
-                provider, tripped=tripped == "1", open_until=open_until, consecutive=int(consec)
+                provider,
+                tripped=circuit.tripped,
+                open_until=None if until is None else now + (until - wall),
+                consecutive=circuit.consecutive,
             )
-            if probe != self.owner:
+            if circuit.probe != self.owner:
                 self._claims.pop(provider, None)
-        self._remote_budget = (int(read[-2]), int(read[-1]))
