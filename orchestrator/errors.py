@@ -402,7 +402,8 @@ class FallbackError(FailoverError):
     ``str(err)`` reads ``All agents failed after N attempts (a: ServerError: HTTP
     503: upstream down (x3); b: AuthenticationFailed: no API key: ...)``: each
     attempt's class and, for the taxonomy's provider errors, the first line of
-    its message, masked and cut to :data:`DETAIL_LIMIT` characters (repeats in a
+    its message, masked and cut to
+    :data:`~orchestrator.summary.DETAIL_LIMIT` characters (repeats in a
     row are counted, not repeated). An exception from outside the taxonomy shows
     its class only: its text may quote the prompt or a credential the library
     cannot know. It holds no request text and no secret; it pickles. A nested
@@ -429,20 +430,9 @@ class FallbackError(FailoverError):
         return [a.error for a in self.attempts]
 
     def _summary(self) -> str:
-        runs: list[list[Any]] = []  # [label, how many times in a row]
-        for a in self.attempts:
-            label = f"{a.agent}: {_cause(a)}"
-            if runs and runs[-1][0] == label:
-                runs[-1][1] += 1
-            else:
-                runs.append([label, 1])
-        detail = "; ".join(label + (f" (x{n})" if n > 1 else "") for label, n in runs)
-        n = len(self.attempts)
-        return (
-            f"All agents failed after {n} attempt{'s' if n != 1 else ''}"
-            + (f" ({detail})" if detail else "")
-            + (f"; {untried_note(self.untried)}" if self.untried else "")
-        )
+        from orchestrator.summary import summary  # it reads ProviderError: imported late
+
+        return summary(self.attempts, self.untried)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_fallback, (self.attempts, self.name, self.untried))
@@ -452,30 +442,3 @@ def _rebuild_fallback(
     attempts: Sequence[Attempt], name: str | None, untried: Sequence[str]
 ) -> FallbackError:
     return FallbackError(attempts, name=name, untried=untried)
-
-
-def untried_note(untried: Sequence[str]) -> str:
-    """What a run's deadline left out, and the setting that leaves time for them."""
-    return (
-        f"never tried: {', '.join(untried)} (the run's timeout passed first: set "
-        "attempt_timeout= so one provider cannot use the whole timeout)"
-    )
-
-
-#: How much of each attempt's message ``str(FallbackError)`` shows.
-DETAIL_LIMIT = 120
-
-
-def _cause(attempt: Attempt) -> str:
-    """One attempt for a summary: its error's class, and a provider error's first line."""
-    error = attempt.error
-    if not isinstance(error, ProviderError):
-        return attempt.kind_label()
-    from orchestrator.secrets import redact_urls, scrub
-
-    text = (f"HTTP {error.status}: " if error.status is not None else "") + error.message
-    lines = scrub(redact_urls(text)).strip().splitlines()
-    first = " ".join(lines[0].split()) if lines else ""
-    if len(first) > DETAIL_LIMIT:
-        first = first[: DETAIL_LIMIT - 3] + "..."
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -21,7 +21,7 @@ import structlog
 
 from orchestrator import events
 from orchestrator.cli.tables import rich_available
-from orchestrator.errors import untried_note
+from orchestrator.summary import untried_note
 
 __all__ = ["Progress", "describe_event"]
 

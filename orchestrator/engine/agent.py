@@ -383,29 +383,9 @@ def _child_policies(
     return tuple(out)
 
 
-#: What the engine calls on a store (a store written for an older protocol fails here, not
-#: in the rare "every circuit open" path).
-_STORE_METHODS = (
-    "admit",
-    "record_success",
-    "record_failure",
-    "record_request",
-    "try_acquire_retry",
-    "snapshot",
-    "last_resort",
-    "end_last_resort",
-)
-
-
 def _health_store(health: Any) -> HealthStore | None:
     if health is None or health is False:
         return None
-    if health is True:
-        from orchestrator.health import default_health_store
+    from orchestrator.health.model import store_from  # the health package only when used
 
-        return default_health_store()
-    for method in _STORE_METHODS:
-        if not callable(getattr(health, method, None)):
-            raise TypeError(f"health: {type(health).__name__} is not a HealthStore (no {method})")
-    store: HealthStore = health
-    return store
+    return store_from(health)

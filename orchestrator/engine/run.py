@@ -23,12 +23,13 @@ from orchestrator.engine.attempt import (
     skipped,
     watch_hook,
 )
-from orchestrator.engine.classify import describe, reason_of
+from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.errors import FallbackError, HookError, InvalidOutput
 from orchestrator.policy import RetryPolicy
+from orchestrator.summary import attempt_summaries, never_tried
 from orchestrator.telemetry.spans import observe
-from orchestrator.types import Attempt, Request, Result, Stop
+from orchestrator.types import Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
@@ -293,7 +294,7 @@ class Run:
 
     def with_handover(self, request: Request, reason: str) -> Request:
         """``request`` telling the next child why it was handed the call, and what was tried."""
-        handover = {"reason": reason, "attempts": _summaries(self.log.attempts)}
+        handover = {"reason": reason, "attempts": attempt_summaries(self.log.attempts)}
         return request.replace(metadata={**request.metadata, "handover": handover})
 
     # -- what the children ask of the run ------------------------------------
@@ -363,7 +364,7 @@ class Run:
         agent = self.agent
         attempts = self.log.attempts
         errors = [a.error for a in attempts if a.error is not None]
-        untried = _untried(agent, attempts) if self.log.deadline_passed else ()
+        untried = never_tried(agent.members, attempts) if self.log.deadline_passed else ()
         events.emit(
             "warning",
             "run_failed",
@@ -382,31 +383,6 @@ class Run:
         raise FallbackError(attempts, name=agent.name, untried=untried)
 
 
-def _summaries(attempts: list[Attempt]) -> list[dict[str, Any]]:
-    """What the next child is told of the attempts so far (no message text: no secrets)."""
-    return [
-        {
-            "agent": a.agent,
-            "attempt_number": a.attempt_number,
-            "reason": a.reason,
-            **(describe(a.error) if a.error is not None else {}),
-        }
-        for a in attempts
-    ]
-
-
 def _earliest(a: float | None, b: float | None) -> float | None:
     """The tighter of two optional limits (``None``: no limit)."""
     return b if a is None or (b is not None and b <= a) else a
-
-
-def _untried(agent: FallbackAgent, attempts: list[Attempt]) -> tuple[str, ...]:
-    """The children no attempt reached (a nested chain counts as tried once one of its own
-    children was): what the run's deadline left out."""
-    reached = {a.agent for a in attempts}
-
-    def tried(child: Any) -> bool:
-        inner = getattr(child, "agent", None)  # a nested chain: any of its children
-        return child.name in reached or (inner is not None and any(tried(c) for c in inner.members))
-
-    return tuple(c.name for c in agent.members if not tried(c))

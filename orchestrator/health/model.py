@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from orchestrator.units import seconds
 
@@ -19,6 +19,7 @@ __all__ = [
     "HealthStore",
     "ProviderHealth",
     "RetryBudget",
+    "store_from",
 ]
 
 CircuitStateName = Literal["closed", "open", "half_open"]
@@ -306,3 +307,32 @@ class HealthStore(Protocol):
     async def aclose(self) -> None:
         """Release background tasks and connections (a no-op for the memory store)."""
         ...
+
+
+#: What the engine calls on a store (a store written for an older protocol fails here, not
+#: in the rare "every circuit open" path).
+_STORE_METHODS = (
+    "admit",
+    "record_success",
+    "record_failure",
+    "record_request",
+    "try_acquire_retry",
+    "snapshot",
+    "last_resort",
+    "end_last_resort",
+)
+
+
+def store_from(health: Any) -> HealthStore:
+    """The store a ``health=`` argument names: ``True`` is the process's memory store;
+    anything else must have every method the engine calls (``TypeError`` naming the first
+    missing one)."""
+    if health is True:
+        from orchestrator.health import default_health_store
+
+        return default_health_store()
+    for method in _STORE_METHODS:
+        if not callable(getattr(health, method, None)):
+            raise TypeError(f"health: {type(health).__name__} is not a HealthStore (no {method})")
+    store: HealthStore = health
+    return store

@@ -18,6 +18,7 @@ from orchestrator.units import seconds
 from providers.simulated import faults
 from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange
+from providers.simulated.script import FAULT_FACTORIES
 from providers.simulated.wires.base import Call, Wire, reply_text, split_text, token_usage
 
 __all__ = ["BENCHMARK_KINDS", "BenchmarkFault", "benchmark_reply"]
@@ -72,4 +73,4 @@ async def _unterminated(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> N
 
 
 # from_spec builds these by name like the core faults.
-faults._FACTORIES.update({k: getattr(BenchmarkFault, k) for k in sorted(BENCHMARK_KINDS)})
+FAULT_FACTORIES.update({k: getattr(BenchmarkFault, k) for k in sorted(BENCHMARK_KINDS)})

@@ -160,6 +160,7 @@ def test_public_api_is_exactly_all() -> None:
         "messages",
         "ignored",
         "usage",
+        "summary",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers
