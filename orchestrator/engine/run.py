@@ -312,31 +312,21 @@ class Run:
         if self.log.deadline_passed:
             self.decided("stop")
             raise _DeadlinePassed
-        if self.delivery.committed(error):
-            self.decided("stop")
-            events.emit(
-                "warning",
-                "terminal_error",
-                agent=self.agent.name,
-                child=name,
-                reason="mid_stream",
-                mid_stream=getattr(self.delivery, "mode", None),
-                tool_call=getattr(self.delivery, "tool_started", False),
-                **events.error_fields(error),
-            )
-            raise error
-        if not self.agent.classifier.hands_over(error):
-            self.decided("stop")
-            events.emit(
-                "warning",
-                "terminal_error",
-                agent=self.agent.name,
-                child=name,
-                **events.error_fields(error),
-            )
-            raise error
-        self.decided("fallback")
-        return error
+        if self.delivery.committed(error):  # text went out: the failure is the caller's
+            why: dict[str, Any] = {
+                "reason": "mid_stream",
+                "mid_stream": getattr(self.delivery, "mode", None),
+                "tool_call": getattr(self.delivery, "tool_started", False),
+            }
+        elif not self.agent.classifier.hands_over(error):
+            why = {}
+        else:
+            self.decided("fallback")
+            return error
+        self.decided("stop")
+        fields = events.error_fields(error)
+        events.emit("warning", "terminal_error", agent=self.agent.name, child=name, **why, **fields)
+        raise error
 
     # -- endings -------------------------------------------------------------
 

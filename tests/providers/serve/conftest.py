@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
+
 from orchestrator import FallbackAgent, Request, Response
 from providers import AnthropicMessages, OpenAIChat, SimulatedServer
 from providers.serve import GatewayKeys, GatewaySettings, Models
@@ -42,6 +44,32 @@ async def gateway(
         finally:
             stop.set()
             await task
+
+
+async def answered(
+    agents: Mapping[str, Any], path: str, request: Mapping[str, Any]
+) -> tuple[int, dict[str, str], Any]:
+    """``request`` sent once to ``path`` of a gateway serving ``agents``: the status, the
+    headers and the JSON reply."""
+    async with (
+        gateway(agents) as url,
+        aiohttp.ClientSession() as http,
+        http.post(url + path, json=request) as r,
+    ):
+        return r.status, dict(r.headers), await r.json()
+
+
+async def whole_and_streamed(
+    agents: Mapping[str, Any], path: str, request: Mapping[str, Any]
+) -> tuple[Any, str]:
+    """``request`` sent to ``path`` of a gateway serving ``agents``, as asked and then with
+    ``stream: true``: the JSON reply and the raw text of the stream."""
+    async with gateway(agents) as url, aiohttp.ClientSession() as http:
+        async with http.post(url + path, json=request) as r:
+            reply = await r.json()
+        async with http.post(url + path, json={**request, "stream": True}) as r:
+            raw = (await r.read()).decode()
+    return reply, raw
 
 
 def fallback(sim: SimulatedServer, **kwargs: Any) -> FallbackAgent:

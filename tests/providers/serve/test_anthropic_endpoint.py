@@ -9,6 +9,7 @@ import aiohttp
 from orchestrator import FallbackAgent, Request, Response, ToolCall, Usage
 from orchestrator.errors import GuardrailTriggered
 from providers import Fault, SimulatedServer
+from tests.providers.serve import conftest
 from tests.providers.serve.conftest import UPSTREAM_KEY, Recorder, fallback, gateway
 
 MESSAGES = "/v1/messages"
@@ -33,14 +34,9 @@ def events(raw: str) -> list[tuple[str, dict[str, object]]]:
 
 async def test_a_529_is_answered_by_openai_in_anthropic_format(sim: SimulatedServer) -> None:
     sim.script("anthropic", [Fault.status(529)])
-    async with (
-        gateway({"review": fallback(sim)}) as url,
-        aiohttp.ClientSession() as http,
-        http.post(url + MESSAGES, json=body()) as r,
-    ):
-        reply = await r.json()
-        assert r.status == 200, reply
-        assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
+    status, headers, reply = await conftest.answered({"review": fallback(sim)}, MESSAGES, body())
+    assert status == 200, reply
+    assert headers["x-failover-handled-by"] == "openai:gpt-sim"
     assert reply["type"] == "message" and reply["role"] == "assistant"
     assert reply["stop_reason"] == "end_turn"
     assert reply["content"][0]["type"] == "text" and reply["content"][0]["text"]
@@ -103,11 +99,7 @@ async def test_tool_use_and_tool_results_map_both_ways() -> None:
             },
         ],
     )
-    async with gateway({"m": FallbackAgent([fn])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + MESSAGES, json=request) as r:
-            reply = await r.json()
-        async with http.post(url + MESSAGES, json={**request, "stream": True}) as r:
-            raw = (await r.read()).decode()
+    reply, raw = await conftest.whole_and_streamed({"m": FallbackAgent([fn])}, MESSAGES, request)
     sent = fn.requests[0]
     assert sent.system == "you are terse"
     assert [m.role for m in sent.messages] == ["user", "assistant", "tool", "user"]

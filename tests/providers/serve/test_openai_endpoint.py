@@ -9,6 +9,7 @@ import aiohttp
 from orchestrator import FallbackAgent, Response, ToolCall, Usage
 from orchestrator.errors import GuardrailTriggered, InvalidRequest, RateLimited
 from providers import Fault, SimulatedServer
+from tests.providers.serve import conftest
 from tests.providers.serve.conftest import UPSTREAM_KEY, Recorder, fallback, gateway
 
 CHAT = "/v1/chat/completions"
@@ -22,15 +23,10 @@ async def test_a_529_from_anthropic_is_answered_by_openai_in_openai_format(
     sim: SimulatedServer,
 ) -> None:
     sim.script("anthropic", [Fault.status(529)])
-    async with (
-        gateway({"review": fallback(sim)}) as url,
-        aiohttp.ClientSession() as http,
-        http.post(url + CHAT, json=body()) as r,
-    ):
-        reply = await r.json()
-        assert r.status == 200, reply
-        assert r.headers["x-failover-handled-by"] == "openai:gpt-sim"
-        assert r.headers["x-failover-attempts"] == "2"
+    status, headers, reply = await conftest.answered({"review": fallback(sim)}, CHAT, body())
+    assert status == 200, reply
+    assert headers["x-failover-handled-by"] == "openai:gpt-sim"
+    assert headers["x-failover-attempts"] == "2"
     assert reply["object"] == "chat.completion"
     assert reply["model"] == "gpt-sim"  # the model that answered (issue 17 item 22)
     choice = reply["choices"][0]
@@ -93,11 +89,7 @@ async def test_tools_go_in_as_request_tools_and_come_back_as_tool_calls() -> Non
         {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
     ]
     request = {"model": "m", "messages": history, "tools": tools, "tool_choice": "required"}
-    async with gateway({"m": FallbackAgent([fn])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + CHAT, json=request) as r:
-            reply = await r.json()
-        async with http.post(url + CHAT, json={**request, "stream": True}) as r:
-            raw = (await r.read()).decode()
+    reply, raw = await conftest.whole_and_streamed({"m": FallbackAgent([fn])}, CHAT, request)
     sent = fn.requests[0]
     assert sent.system == "be brief"
     assert [m.role for m in sent.messages] == ["user", "assistant", "tool"]

@@ -9,6 +9,7 @@ import openai
 
 from orchestrator import FallbackAgent, Response, ToolCall, Usage
 from providers import Fault, SimulatedServer
+from tests.providers.serve import conftest
 from tests.providers.serve.conftest import Recorder, fallback, gateway
 
 RESPONSES = "/v1/responses"
@@ -68,11 +69,7 @@ async def test_function_calls_both_ways() -> None:
         ],
         "tool_choice": "auto",
     }
-    async with gateway({"m": FallbackAgent([fn])}) as url, aiohttp.ClientSession() as http:
-        async with http.post(url + RESPONSES, json=request) as r:
-            reply = await r.json()
-        async with http.post(url + RESPONSES, json={**request, "stream": True}) as r:
-            raw = (await r.read()).decode()
+    reply, raw = await conftest.whole_and_streamed({"m": FallbackAgent([fn])}, RESPONSES, request)
     sent = fn.requests[0]
     assert sent.system == "rules"
     assert [m.role for m in sent.messages] == ["user", "assistant", "tool"]
