@@ -15,7 +15,7 @@ from providers.simulated.faults import Fault
 
 __all__ = ["ROUTES", "check_route", "load_script", "parse_script"]
 
-ROUTES = ("openai", "responses", "anthropic", "gemini", "http")
+ROUTES = ("openai", "responses", "anthropic", "gemini", "http", "azure")
 
 
 def check_route(route: str) -> str:
