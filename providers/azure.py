@@ -193,7 +193,7 @@ class AzureOpenAI(OpenAIChat):
 class AzureOpenAISpec(OpenAISpec):
     """``type: azure_openai`` in a chain file: an :class:`AzureOpenAI`."""
 
-    order = 11
+    order = 35  # after the direct vendors, before the generic types
     key_env = AzureOpenAI.env_vars[0]
     type: Literal["azure_openai"]  # type: ignore[assignment]
     model: Name | None = None  # type: ignore[assignment]

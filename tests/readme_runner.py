@@ -15,6 +15,9 @@ The substitution, the only thing that differs from a user's run:
 - ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GEMINI_BASE_URL`` hold the
   simulator's base URLs (for a chain file's ``base_url: "${OPENAI_BASE_URL:-...}"``),
   ``FAILOVER_SIM_URL`` its root (``http://127.0.0.1:PORT``);
+- ``AzureOpenAI`` is sent to the simulator's ``azure`` route whatever its
+  ``resource=`` or ``endpoint=`` (named as the resource would name it), with
+  ``AZURE_OPENAI_API_KEY`` and ``AZURE_OPENAI_ENDPOINT`` set likewise;
 - ``OpenAIChat``, ``AnthropicMessages`` and ``GeminiGenerate`` built without a
   ``base_url=`` get the simulator's, and an ``HTTPFallback`` whose URL is not on
   loopback is sent to the simulator's ``http`` route. A snippet that passes its
@@ -77,6 +80,8 @@ def substitute(sim: SimulatedServer) -> None:
     os.environ["ANTHROPIC_BASE_URL"] = sim.anthropic_url
     os.environ["GEMINI_BASE_URL"] = sim.gemini_url
     os.environ["FAILOVER_SIM_URL"] = sim.url
+    os.environ["AZURE_OPENAI_API_KEY"] = FAKE_KEY
+    os.environ["AZURE_OPENAI_ENDPOINT"] = sim.azure_url
     for modules, name, url in (
         (("providers.openai", "providers"), "OpenAIChat", sim.openai_url),
         (("providers.anthropic", "providers"), "AnthropicMessages", sim.anthropic_url),
@@ -103,6 +108,18 @@ def substitute(sim: SimulatedServer) -> None:
         return args, kwargs
 
     _defaulting(("providers.generic_http", "providers"), "HTTPFallback", http_url)
+
+    def azure_endpoint(args: list[Any], kwargs: dict[str, Any]) -> Any:
+        endpoint = kwargs.get("endpoint")
+        if isinstance(endpoint, str) and urlsplit(endpoint).hostname in LOOPBACK:
+            return args, kwargs  # the snippet's own simulator
+        resource = kwargs.pop("resource", None)  # the name a user would see stays
+        if resource is not None:
+            kwargs.setdefault("name", f"azure:{kwargs.get('deployment')}@{resource}")
+        kwargs["endpoint"] = sim.azure_url
+        return args, kwargs
+
+    _defaulting(("providers.azure", "providers"), "AzureOpenAI", azure_endpoint)
 
 
 def run_python(code: str, where: str) -> None:

@@ -338,3 +338,62 @@ async def test_eastus2_to_swedencentral_falls_over_on_429_and_503_with_100_in_fl
         kinds = {type(r.attempts[0].error) for r in results}
         assert kinds == {E.RateLimited, E.ServerError}
         assert east_sim.count("azure") == 100 and sweden_sim.count("azure") == 100
+
+
+# -- the chain file's type: azure_openai ---------------------------------------------------
+
+
+def chain(tmp_path: Path, entry: str) -> Path:
+    path = tmp_path / "chain.yaml"
+    path.write_text(f"providers:\n  east:\n{entry}agents:\n  gpt:\n    providers: [east]\n")
+    return path
+
+
+def test_chain_file_azure_openai(sim: SimulatedServer, tmp_path: Path) -> None:
+    from orchestrator.config import load_config
+
+    entry = (
+        "    type: azure_openai\n"
+        "    endpoint: ${SIM}\n"
+        "    deployment: prod-chat\n"
+        "    model: gpt-4o\n"
+        "    api_version: 2025-04-01-preview\n"
+        "    api_key: ${AZURE_OPENAI_API_KEY}\n"
+    )
+    env = {"SIM": sim.azure_url, "AZURE_OPENAI_API_KEY": KEY}
+    config = load_config(chain(tmp_path, entry), environ=env)
+    result = asyncio.run(config.agents["gpt"].run("hi"))
+    assert result.handled_by == "east"
+    (sent,) = sim.requests("azure")
+    assert sent["path"] == "/azure/openai/deployments/prod-chat/chat/completions"
+    assert sent["query"] == {"api-version": "2025-04-01-preview"}
+    assert sent["headers"]["api-key"] == KEY
+
+
+def test_chain_file_resource_and_credential_build_the_provider(tmp_path: Path) -> None:
+    from orchestrator.config import load_config
+
+    entry = "    type: azure_openai\n    resource: contoso-eastus2\n    deployment: gpt-4o\n"
+    provider = load_config(chain(tmp_path, entry), environ={}).agents["gpt"].children[0]
+    assert isinstance(provider, AzureOpenAI)
+    assert provider.base_url == "https://contoso-eastus2.openai.azure.com/openai/v1"
+    assert provider.price is not None  # gpt-4o from the catalogue
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ("    type: azure_openai\n    resource: r\n", "deployment"),
+        (
+            "    type: azure_openai\n    deployment: d\n    base_url: https://x.example\n",
+            "not base_url",
+        ),
+        ("    type: azure_openai\n    deployment: d\n    endpoint: http://x.example\n", "https"),
+    ],
+)
+def test_chain_file_azure_errors_name_line_and_field(tmp_path: Path, entry: str, says: str) -> None:
+    from orchestrator.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as info:
+        load_config(chain(tmp_path, entry), environ={})
+    assert says in str(info.value) and str(info.value).startswith(f"{tmp_path / 'chain.yaml'}:")

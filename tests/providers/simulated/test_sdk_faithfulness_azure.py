@@ -1,9 +1,11 @@
 """openai's ``AzureOpenAI`` and ``AsyncAzureOpenAI``, pointed at the simulator's Azure
-route, parse its replies, streams and errors: the simulator speaks Azure's wire."""
+route, parse its replies, streams and errors: the simulator speaks Azure's wire.
+
+``sim`` is the module's simulated server (tests/providers/conftest.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -13,18 +15,6 @@ from providers.simulated import Fault, SimulatedServer
 
 MESSAGES: list[Any] = [{"role": "user", "content": "Name one prime number."}]
 VERSION = "2024-10-21"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as sim:
-        yield sim
-
-
-@pytest.fixture
-def sim(server: SimulatedServer) -> SimulatedServer:
-    server.reset()
-    return server
 
 
 def client(sim: SimulatedServer, **kw: Any) -> openai.AzureOpenAI:
