@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orchestrator.function import FunctionProvider
     from providers.anthropic import AnthropicMessages
+    from providers.azure import AzureOpenAI
     from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
     from providers.gemini.client import GeminiGenerate
     from providers.generic_http import HTTPFallback
@@ -24,6 +25,7 @@ _LAZY = {
     "FunctionProvider": "orchestrator.function",
     "OpenAIChat": "providers.openai",
     "AnthropicMessages": "providers.anthropic",
+    "AzureOpenAI": "providers.azure",
     "GeminiGenerate": "providers.gemini.client",
     "HTTPFallback": "providers.generic_http",
     "shared_client": "providers.http.client",
@@ -40,6 +42,7 @@ _LAZY = {
 __all__ = [
     "AnthropicMessages",
     "BenchmarkFault",
+    "AzureOpenAI",
     "CLIAgent",
     "ClaudeCode",
     "Codex",

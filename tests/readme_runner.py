@@ -14,6 +14,8 @@ The substitution, the only thing that differs from a user's run:
   base-URL variables the vendor providers read when built without ``base_url=``
   (``OPENAI_BASE_URL``...), a fake key per vendor (real keys are dropped, so nothing
   reaches a vendor) and ``FAILOVER_SIM_URL``, the root (``http://127.0.0.1:PORT``);
+- ``AzureOpenAI`` is sent to the simulator's ``azure`` route whatever its
+  ``resource=`` or ``endpoint=`` (named as the resource would name it);
 - an ``HTTPFallback`` whose URL is not on loopback is sent to the simulator's
   ``http`` route. A snippet that passes its own loopback URL (its own
   ``SimulatedServer``) keeps it.
@@ -80,6 +82,18 @@ def substitute(sim: SimulatedServer) -> None:
         return args, kwargs
 
     _defaulting(("providers.generic_http", "providers"), "HTTPFallback", http_url)
+
+    def azure_endpoint(args: list[Any], kwargs: dict[str, Any]) -> Any:
+        endpoint = kwargs.get("endpoint")
+        if isinstance(endpoint, str) and urlsplit(endpoint).hostname in LOOPBACK:
+            return args, kwargs  # the snippet's own simulator
+        resource = kwargs.pop("resource", None)  # the name a user would see stays
+        if resource is not None:
+            kwargs.setdefault("name", f"azure:{kwargs.get('deployment')}@{resource}")
+        kwargs["endpoint"] = sim.azure_url
+        return args, kwargs
+
+    _defaulting(("providers.azure", "providers"), "AzureOpenAI", azure_endpoint)
 
 
 def run_python(code: str, where: str) -> None:

@@ -357,4 +357,4 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
 
 
 #: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.
-_GEN_AI_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
+_GEN_AI_PROVIDER_NAMES = {"gemini": "gcp.gemini", "azure": "azure.ai.openai"}

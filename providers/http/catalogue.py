@@ -8,8 +8,9 @@ reach the network (upgrade the package to refresh the prices).
 
 Matching is strict, so an unknown model gets no cost rather than a wrong one:
 
-- the vendor is the provider's (``openai``, ``anthropic``, ``google``): never a
-  fuzzy guess across vendors;
+- the vendor is the provider's (``openai``, ``anthropic``, ``google``, ``azure``):
+  never a fuzzy guess across vendors; a platform's entry (Azure) is followed by
+  the vendors the catalogue itself says it serves (its ``fallback_model_providers``);
 - automatically only on the vendor's own API (the catalogue's URL pattern for
   it); a custom ``base_url`` serving "gpt-4o" (a proxy, a gateway, a local
   server) is looked up only with ``catalogue=True``;
@@ -49,7 +50,13 @@ __all__ = [
 ]
 
 #: Our provider families' vendors in the catalogue.
-VENDORS = {"openai": "openai", "anthropic": "anthropic", "gemini": "google", "google": "google"}
+VENDORS = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "gemini": "google",
+    "google": "google",
+    "azure": "azure",
+}
 
 _DATE = re.compile(r"(?:[-@]20\d{2}-?\d{2}-?\d{2}|-latest)$")
 _LOCK = threading.Lock()
@@ -192,9 +199,19 @@ def _find(vendor: str, model: str) -> CatalogueEntry | None:
     if provider is None:
         return None
     ref = model.lower()
-    # This vendor's own models only (no fallback to another vendor's), and only one
-    # the catalogue matches *and* that lists the name: its prefix rules alone are fuzzy.
-    for info in provider.models:
+    found = _listed(provider, ref)
+    # A platform serving other vendors' models (Azure: OpenAI's) names those vendors in
+    # its entry: their own listings, by the same strict rule, one level deep.
+    for other in getattr(provider, "fallback_model_providers", None) or ():
+        if found is None and other != vendor:
+            found = _listed(_provider(other), ref)
+    return found
+
+
+def _listed(provider: Any, ref: str) -> CatalogueEntry | None:
+    """``ref`` among ``provider``'s own models: one the catalogue matches *and* that lists
+    the name (its prefix rules alone are fuzzy)."""
+    for info in provider.models if provider is not None else ():
         if info.is_match(ref) and _named(info, ref):
             return CatalogueEntry(info.id, info.context_window, _rates(info))
     return None

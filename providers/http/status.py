@@ -73,6 +73,8 @@ ERROR_CODES: Mapping[str, type[ProviderError]] = MappingProxyType(
         "content_filter": GuardrailTriggered,
         "content_policy_violation": GuardrailTriggered,
         "model_not_found": ModelNotFound,
+        "DeploymentNotFound": ModelNotFound,  # Azure OpenAI: no such deployment in this resource
+        "OperationNotSupported": UnusableError,  # Azure: this deployment cannot chat; another can
         "invalid_api_key": AuthenticationFailed,
         "API_KEY_INVALID": AuthenticationFailed,
         "overloaded_error": Overloaded,

@@ -66,7 +66,9 @@ def _retry_headers(fault: Fault, route: str) -> dict[str, str]:
             headers["Retry-After"] = repr(float(fault.retry_after))
     if fault.retry_after_ms is not None:
         headers["retry-after-ms"] = str(fault.retry_after_ms)
-    if route in ("openai", "responses"):
+    if route == "azure" and fault.retry_after is not None and fault.retry_after_ms is None:
+        headers["retry-after-ms"] = str(round(fault.retry_after * 1000))  # Azure sends both
+    if route in ("openai", "responses", "azure"):
         headers["x-ratelimit-limit-requests"] = "3"
         headers["x-ratelimit-remaining-requests"] = "0"
         headers["x-ratelimit-reset-requests"] = f"{fault.retry_after or 1}s"
@@ -242,6 +244,10 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return hostile(ex, wire, call, fault)
     if kind in BENCHMARK_KINDS:
         return benchmark_reply(ex, wire, call, fault, respond)
+    refusal = wire.prompt_refusal(call) if kind == "content_filter" else None
+    if refusal is not None and fault.prompt_blocked:
+        send_json(ex, 400, refusal)
+        return None
     if call.stream:
         if kind == "content_filter":
             events = wire.filtered_stream(call, fault.prompt_blocked)

@@ -23,7 +23,7 @@ __all__ = [
     "parse_script",
 ]
 
-ROUTES = ("openai", "responses", "anthropic", "gemini", "http")
+ROUTES = ("openai", "responses", "anthropic", "gemini", "http", "azure")
 
 
 #: The script-file name of every fault factory: ``{"status": 503}`` calls ``Fault.status(503)``.

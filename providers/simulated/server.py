@@ -29,6 +29,10 @@ anthropic    ``POST /anthropic/v1/messages`` (``"stream": true`` for SSE)
 gemini       ``POST /gemini/v1beta/models/{model}:generateContent`` and
              ``:streamGenerateContent?alt=sse``
 http         ``POST /http/complete``: JSON in, ``{"text": ...}`` out
+azure        Azure OpenAI (``sim.azure_url`` is the endpoint): ``POST
+             /azure/openai/deployments/{d}/chat/completions?api-version=...``
+             and ``/azure/openai/v1/chat/completions``; ``api-key`` or
+             ``Authorization: Bearer`` required (401 without, not counted)
 ===========  ================================================================
 
 Each route answers every request with the next fault of its script, and with
@@ -68,6 +72,7 @@ from providers.simulated.http11 import Exchange, HTTPServer
 from providers.simulated.respond import parse_body, respond, send_json
 from providers.simulated.script import ROUTES, check_route, parse_script
 from providers.simulated.wires.anthropic import AnthropicWire
+from providers.simulated.wires.azure import AzureWire
 from providers.simulated.wires.base import Wire
 from providers.simulated.wires.gemini import GeminiWire
 from providers.simulated.wires.http import HTTPWire
@@ -86,7 +91,8 @@ _WIRES: dict[str, Wire] = {
     "/http/complete": HTTPWire(),
 }
 _GEMINI = GeminiWire()
-_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI)}
+_AZURE = AzureWire()
+_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE)}
 _GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 FaultLike = Fault | Mapping[str, Any] | str
@@ -163,6 +169,11 @@ class SimulatedServer:
         return f"{self.url}/gemini"
 
     @property
+    def azure_url(self) -> str:
+        """The Azure OpenAI endpoint (``.../azure``; ``AzureOpenAI(endpoint=...)``)."""
+        return f"{self.url}/azure"
+
+    @property
     def http_url(self) -> str:
         """The URL of the plain JSON route (``.../http/complete``)."""
         return f"{self.url}/http/complete"
@@ -170,7 +181,8 @@ class SimulatedServer:
     def environment(self) -> dict[str, str]:
         """The variables that send unchanged code here: each vendor provider's base-URL
         variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
-        each vendor (the server checks none) and ``FAILOVER_SIM_URL``, the root.
+        each vendor (the server checks none), Azure's endpoint and key variables and
+        ``FAILOVER_SIM_URL``, the root.
         ``failover simulate`` prints them as ``export`` lines."""
         from providers.anthropic import AnthropicMessages
         from providers.gemini import GeminiGenerate
@@ -181,6 +193,7 @@ class SimulatedServer:
         for vendor, url in (*routes, (GeminiGenerate, self.gemini_url)):
             env.update(dict.fromkeys(vendor.base_url_vars, url))
             env[vendor.env_vars[0]] = SIM_KEY
+        env.update(AZURE_OPENAI_ENDPOINT=self.azure_url, AZURE_OPENAI_API_KEY=SIM_KEY)
         return env
 
     # -- scripting and inspection ---------------------------------------------------
@@ -264,6 +277,8 @@ class SimulatedServer:
                 and path.endswith(_GEMINI_METHODS)
             ):
                 wire = _GEMINI
+            elif _AZURE.serves(path):
+                wire = _AZURE
             elif path.startswith("/_sim/"):
                 self._control(ex)
                 return None
@@ -273,6 +288,10 @@ class SimulatedServer:
                 return None
         if ex.method != "POST":
             send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
+            return None
+        refused = _AZURE.refusal(path, ex.query, ex.headers) if wire is _AZURE else None
+        if refused is not None:
+            send_json(ex, *refused)
             return None
         body = parse_body(ex.body)
         fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))

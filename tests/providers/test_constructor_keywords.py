@@ -13,6 +13,7 @@ from orchestrator.function import FunctionProvider
 from orchestrator.testing import FakeClock
 from providers import (
     AnthropicMessages,
+    AzureOpenAI,
     ClaudeCode,
     CLIAgent,
     Codex,
@@ -32,6 +33,7 @@ BUILD: dict[str, Any] = {
     "OpenAIChat": lambda **kw: OpenAIChat("m", **kw),
     "AnthropicMessages": lambda **kw: AnthropicMessages("m", **kw),
     "GeminiGenerate": lambda **kw: GeminiGenerate("m", **kw),
+    "AzureOpenAI": lambda **kw: AzureOpenAI(deployment="d", resource="r", **kw),
     "HTTPFallback": lambda **kw: HTTPFallback("http://127.0.0.1:9/x", **kw),
     "CLIAgent": lambda **kw: CLIAgent(["mytool"], **kw),
     "ClaudeCode": lambda **kw: ClaudeCode(**kw),

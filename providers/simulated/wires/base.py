@@ -147,6 +147,11 @@ class Wire:
         """The stream events of a refused reply, terminator included."""
         raise NotImplementedError
 
+    def prompt_refusal(self, call: Call) -> dict[str, Any] | None:
+        """The 400 body for a blocked prompt, where the vendor refuses it with an
+        error (Azure) rather than in a 200 reply (None: :meth:`filtered`)."""
+        return None
+
     def missing(self, call: Call) -> dict[str, Any]:
         """A 200 reply without the field that carries the text."""
         raise NotImplementedError

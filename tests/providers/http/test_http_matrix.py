@@ -18,12 +18,13 @@ import pytest
 from orchestrator import errors as E
 from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
+from providers.azure import AzureOpenAI
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 
-VENDORS = ("openai", "anthropic", "gemini")
+VENDORS = ("openai", "anthropic", "gemini", "azure")
 TIMEOUT = 0.3
 CLIENTS = ("shared", "httpx")
 
@@ -50,6 +51,14 @@ def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any
         )
     if route == "gemini":
         return GeminiGenerate("gemini-sim", base_url=sim.gemini_url, api_key="AIza-test-0123", **kw)
+    if route == "azure":
+        return AzureOpenAI(
+            deployment="gpt-sim",
+            endpoint=sim.azure_url,
+            api_version="2024-10-21",
+            api_key="azure-test-0123456789",
+            **kw,
+        )
     return HTTPFallback(sim.http_url, **kw)
 
 
@@ -170,6 +179,8 @@ async def test_connection_refused_is_connection_failed(client: Any, route: str, 
     provider: Any
     if route == "http":
         provider = HTTPFallback(base + "/x", client=client)
+    elif route == "azure":
+        provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", client=client)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
         provider = cls[route]("m", base_url=base, api_key="k", client=client)

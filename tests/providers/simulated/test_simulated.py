@@ -765,8 +765,8 @@ async def test_counts_are_exact_under_concurrency(
     assert sim.count("anthropic") == 0
     assert (await client.post(f"{sim.url}/nowhere", json={})).status_code == 404
     assert sim.count() == 50
-    with pytest.raises(ValueError, match="route 'azure' is not one of"):
-        sim.count("azure")
+    with pytest.raises(ValueError, match="route 'mistral' is not one of"):
+        sim.count("mistral")  # a route the simulator does not speak (azure is one now)
 
 
 async def test_requests_are_recorded_with_body_and_headers(
@@ -801,10 +801,17 @@ async def test_control_routes_script_and_count(
     url, body = route_request(sim, "openai")
     assert (await client.post(url, json=body)).status_code == 502
     counts = (await client.get(f"{sim.url}/_sim/counts")).json()
-    assert counts == {"openai": 1, "responses": 0, "anthropic": 0, "gemini": 0, "http": 0}
-    bad = await client.post(f"{sim.url}/_sim/script", json={"azure": []})
+    assert counts == {
+        "openai": 1,
+        "responses": 0,
+        "anthropic": 0,
+        "gemini": 0,
+        "http": 0,
+        "azure": 0,
+    }
+    bad = await client.post(f"{sim.url}/_sim/script", json={"mistral": []})
     assert bad.status_code == 400
-    assert "azure" in bad.json()["error"]
+    assert "mistral" in bad.json()["error"]
 
 
 def test_in_thread_serves_synchronous_clients() -> None:
@@ -857,9 +864,9 @@ def test_from_spec_errors_name_the_problem(spec: dict[str, Any], message: str) -
 
 def test_main_rejects_a_bad_script_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "faults.json"
-    path.write_text('{"azure": [{"status": 503}]}')
+    path.write_text('{"mistral": [{"status": 503}]}')  # a route it does not speak
     assert main(["--port", "0", "--script", str(path)]) == 2
-    assert "route 'azure' is not one of" in capsys.readouterr().err
+    assert "route 'mistral' is not one of" in capsys.readouterr().err
     assert main(["--port", "0", "--script", str(tmp_path / "missing.json")]) == 2
 
 
