@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator import Request, Response
+from orchestrator.health import CircuitBreaker, MemoryHealthStore
 from orchestrator.testing import FakeClock
 
 
@@ -52,6 +53,13 @@ class Scripted:
         if isinstance(item, Response):
             return item
         return Response(str(item))
+
+
+def health_store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
+    """A memory store on ``clock`` whose circuits open after ``threshold`` failures."""
+    return MemoryHealthStore(
+        circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
+    )
 
 
 def hooks_module(directory: Path, prefix: str, source: str) -> str:

@@ -71,6 +71,7 @@ class AnthropicWire(Wire):
     """Messages (``POST /anthropic/v1/messages``)."""
 
     route = "anthropic"
+    default_model = "claude-sim"
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         prompt = ""
@@ -79,14 +80,7 @@ class AnthropicWire(Wire):
                 # The last text block: the claude CLI puts <system-reminder> blocks first.
                 prompt = last_text_block(m.get("content"))
                 break
-        call = Call(
-            route=self.route,
-            model=str(body.get("model", "claude-sim")),
-            body=body,
-            stream=bool(body.get("stream")),
-            prompt=prompt,
-            seq=seq,
-        )
+        call = self.json_call(body, seq, prompt)
         choice = body.get("tool_choice") or {}
         tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
         if isinstance(choice, Mapping) and choice.get("type") == "any" and tools:

@@ -112,6 +112,15 @@ class Wire:
     """Renders one vendor's wire format; subclasses override every method."""
 
     route = ""
+    #: The model a request that names none is answered as.
+    default_model = "sim"
+
+    def json_call(self, body: Mapping[str, Any], seq: int, prompt: str, **extra: Any) -> Call:
+        """The call a JSON body makes: its ``model`` (else :attr:`default_model`), streamed
+        when its ``stream`` is true; ``extra`` sets the wire's own fields of :class:`Call`."""
+        model = str(body.get("model", self.default_model))
+        stream = bool(body.get("stream"))
+        return Call(self.route, model, body, stream, prompt, seq, **extra)
 
     def tool_names(self, body: Mapping[str, Any]) -> list[str]:
         """The names of the tools a request offered (none by default)."""

@@ -77,6 +77,7 @@ class OpenAIWire(Wire):
     """Chat Completions (``POST /openai/v1/chat/completions``)."""
 
     route = "openai"
+    default_model = "gpt-sim"
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         messages = body.get("messages") or []
@@ -91,13 +92,10 @@ class OpenAIWire(Wire):
         if kind == "json_schema":
             schema = (fmt.get("json_schema") or {}).get("schema")
         options = body.get("stream_options") or {}
-        return Call(
-            route=self.route,
-            model=str(body.get("model", "gpt-sim")),
-            body=body,
-            stream=bool(body.get("stream")),
-            prompt=prompt,
-            seq=seq,
+        return self.json_call(
+            body,
+            seq,
+            prompt,
             json_mode=kind in ("json_schema", "json_object"),
             schema=schema,
             include_usage=bool(isinstance(options, Mapping) and options.get("include_usage")),

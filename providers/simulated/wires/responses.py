@@ -55,19 +55,17 @@ class ResponsesWire(Wire):
     """Responses (``POST /openai/v1/responses``)."""
 
     route = "responses"
+    default_model = "gpt-sim"
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         text = body.get("text")
         fmt = text.get("format") if isinstance(text, Mapping) else None
         kind = fmt.get("type") if isinstance(fmt, Mapping) else None
         schema = fmt.get("schema") if isinstance(fmt, Mapping) and kind == "json_schema" else None
-        return Call(
-            route=self.route,
-            model=str(body.get("model", "gpt-sim")),
-            body=body,
-            stream=bool(body.get("stream")),
-            prompt=_prompt(body),
-            seq=seq,
+        return self.json_call(
+            body,
+            seq,
+            _prompt(body),
             json_mode=kind in ("json_schema", "json_object"),
             schema=schema if isinstance(schema, Mapping) else None,
         )

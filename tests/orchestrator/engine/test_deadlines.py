@@ -8,11 +8,10 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ProviderTimeout, ServerError
-from orchestrator.health import CircuitBreaker, MemoryHealthStore
 from orchestrator.policy import RetryPolicy
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
-from tests.conftest import Scripted, wait_until_cancelled
+from tests.conftest import Scripted, health_store, wait_until_cancelled
 
 
 async def test_attempt_timeout_records_provider_timeout_and_retries(clock: FakeClock) -> None:
@@ -147,17 +146,11 @@ async def test_cancelling_during_backoff_sleep() -> None:
     assert calls == 1 and fired == []
 
 
-def store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
-    return MemoryHealthStore(
-        circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
-    )
-
-
 async def test_hooks_that_use_up_the_deadline_do_not_start_or_blame_the_next_child(
     clock: FakeClock,
 ) -> None:
     backup = Scripted("backup", ["ok"])
-    health = store(clock, threshold=1)
+    health = health_store(clock, threshold=1)
     agent = FallbackAgent(
         [Scripted("a", [RuntimeError("x")]), backup],
         max_retries=0,
@@ -172,7 +165,7 @@ async def test_hooks_that_use_up_the_deadline_do_not_start_or_blame_the_next_chi
 
 
 async def test_deadline_timeouts_do_not_count_against_the_provider(clock: FakeClock) -> None:
-    health = store(clock, threshold=1)
+    health = health_store(clock, threshold=1)
     slow = Scripted("slow", [("sleep", 100.0, "late")], clock=clock)
     agent = FallbackAgent([slow], timeout=5.0, health=health, clock=clock)
     with pytest.raises(FallbackError) as info:

@@ -16,7 +16,7 @@ from orchestrator import FallbackAgent, FallbackError, Request, Response
 from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.health import CircuitBreaker, MemoryHealthStore, RetryBudget
 from orchestrator.testing import FakeClock
-from tests.conftest import Scripted
+from tests.conftest import Scripted, health_store
 
 
 class Flaky:
@@ -260,18 +260,12 @@ def test_a_store_without_the_last_resort_methods_is_refused_up_front() -> None:
         FallbackAgent([Scripted("a", ["ok"])], health=OldStore())  # type: ignore[arg-type]
 
 
-def store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
-    return MemoryHealthStore(
-        circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
-    )
-
-
 async def test_retries_stop_when_the_circuit_opens_and_a_probe_is_never_retried(
     clock: FakeClock,
 ) -> None:
     # The breaker counts calls, not attempts: a call's own retries never open its circuit;
     # other calls failing meanwhile do, and then this one stops at its next retry.
-    health = store(clock)
+    health = health_store(clock)
 
     class Primary:
         name, calls = "primary", 0
@@ -302,7 +296,7 @@ async def test_retries_stop_when_the_circuit_opens_and_a_probe_is_never_retried(
 
 async def test_a_probe_answered_but_refused_resolves_the_circuit(clock: FakeClock) -> None:
     primary = Scripted("primary", [ServerError("down")] * 3 + ["refused text", "good"])
-    health = store(clock)
+    health = health_store(clock)
     agent = FallbackAgent(
         [primary, Scripted("backup", ["ok"])],
         max_retries=0,
@@ -321,7 +315,7 @@ async def test_a_probe_answered_but_refused_resolves_the_circuit(clock: FakeCloc
 
 async def test_a_probe_refused_by_a_guardrail_resolves_the_circuit(clock: FakeClock) -> None:
     primary = Scripted("primary", [ServerError("down")] * 3 + [GuardrailTriggered("no")])
-    health = store(clock)
+    health = health_store(clock)
     agent = FallbackAgent(
         [primary, Scripted("b", ["ok"])], max_retries=0, health=health, clock=clock
     )
@@ -341,7 +335,7 @@ async def test_all_open_last_resort_hands_over_from_its_list_neighbour(clock: Fa
             Scripted("b", [RateLimited("x", provider="b", retry_after=10)]),
         ],
         max_retries=0,
-        health=store(clock, threshold=1),
+        health=health_store(clock, threshold=1),
         clock=clock,
         on_fallback=lambda f, t, e: seen.append((f, t, getattr(e, "provider", None))),
     )

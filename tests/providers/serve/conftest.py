@@ -46,6 +46,20 @@ async def gateway(
             await task
 
 
+class Node:
+    """A node the gateway can serve, for tests that script its run or stream: a name, no
+    health store, and an ``async with`` that does nothing."""
+
+    name = "node"
+    health_store = None
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
 async def answered(
     agents: Mapping[str, Any], path: str, request: Mapping[str, Any]
 ) -> tuple[int, dict[str, str], Any]:

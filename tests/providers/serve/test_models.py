@@ -8,6 +8,7 @@ import aiohttp
 
 from orchestrator import FallbackAgent, Phase, Request, Step, Workflow
 from orchestrator.testing import capture_events
+from tests.providers.serve import conftest
 from tests.providers.serve.conftest import Recorder, gateway
 
 CHAT = "/v1/chat/completions"
@@ -39,17 +40,10 @@ async def test_a_workflow_is_a_model_answered_whole_or_as_one_chunk() -> None:
     assert text == "polished text"
 
 
-class Broken:
+class Broken(conftest.Node):
     """A node whose run fails in a way no provider would: a bug, not an outage."""
 
     name = "broken"
-    health_store = None
-
-    async def __aenter__(self) -> Broken:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
 
     async def run(self, request: Request) -> None:
         raise RuntimeError("secret internals sk-live-123")

@@ -277,15 +277,8 @@ async def test_tool_call_deltas_in_a_stream_are_sent_once_the_result_is_known() 
             yield ToolCallDelta(0, "call_3", "lookup", '{"q": ')
             yield ToolCallDelta(0, None, None, '"z"}')
 
-    class Node:
+    class Node(conftest.Node):
         name = "streams"
-        health_store = None
-
-        async def __aenter__(self) -> Node:
-            return self
-
-        async def __aexit__(self, *exc_info: object) -> None:
-            return None
 
         def stream(self, request: Request) -> Chunks:
             return Chunks()
