@@ -93,8 +93,8 @@ class Hedging:
         if hedge_after is None:
             if max_hedges != 1:
                 warn_ignored(
-                    f"FallbackAgent: max_hedges={max_hedges} has no effect without hedge_after= "
-                    "(hedging is off); set hedge_after= (seconds, or 'p95') or drop max_hedges",
+                    f"FallbackAgent: max_hedges={max_hedges} has no effect with hedge_after=None "
+                    "(hedging is off); drop hedge_after=None (the default hedges) or max_hedges",
                     stacklevel=3,
                 )
             return None

@@ -12,11 +12,12 @@ from orchestrator import FallbackAgent, IgnoredSetting, Request, Tool
 from tests.conftest import Scripted
 
 
-def test_max_hedges_without_hedge_after_is_warned_where_it_was_written() -> None:
+def test_max_hedges_with_hedging_off_is_warned_where_it_was_written() -> None:
+    # hedge_after="auto" is the default (issue 17 item 19): only hedge_after=None turns it off.
     with pytest.warns(
-        IgnoredSetting, match=r"max_hedges=2 has no effect without hedge_after="
+        IgnoredSetting, match=r"max_hedges=2 has no effect with hedge_after=None"
     ) as w:
-        FallbackAgent([Scripted("a", []), Scripted("b", [])], max_hedges=2)
+        FallbackAgent([Scripted("a", []), Scripted("b", [])], max_hedges=2, hedge_after=None)
     assert w[0].filename == __file__  # located at the caller's line, not in the library
 
 
@@ -102,7 +103,7 @@ def test_a_chain_file_setting_that_cannot_take_effect_is_warned_at_its_line(
     path.write_text(
         'providers:\n  fn: {type: function, path: "json:dumps"}\n'
         "agents:\n  solo:\n    providers: [fn]\n    hedge_after: 0.5\n"
-        "  pair:\n    providers: [fn, fn2]\n    max_hedges: 3\n"
+        "  pair:\n    providers: [fn, fn2]\n    max_hedges: 3\n    hedge_after: null\n"
         "  ok: {providers: [fn, fn2], hedge_after: 0.5}\n"
     )
     text = path.read_text().replace(
