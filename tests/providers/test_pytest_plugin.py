@@ -25,7 +25,7 @@ def test_a_retry_on_fake_time(simulated_server, fake_clock):
         [_provider(simulated_server, "primary"), _provider(simulated_server, "backup")],
         clock=fake_clock,
         max_retries=1,
-        retry_delay=30,
+        retry_delay=5,  # under the default hedge's 10 s: the backup is not started meanwhile
     )
     result = agent.run_sync("hi")
     assert result.handled_by == "primary"
