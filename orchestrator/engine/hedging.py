@@ -118,7 +118,7 @@ class _Race:
         self.finished: list[_Lane] = []
         self.winner: _Lane | None = None
         self.hedges_left = self.hedging.max_hedges
-        self.changed = asyncio.Event()
+        self._changed: asyncio.Event | None = None  # made when first waited on or set
         #: The task deciding on hedges, once the first lane's call waits (:meth:`first`).
         self.watcher: asyncio.Task[Result | BaseException] | None = None
 
@@ -193,6 +193,13 @@ class _Race:
         adopted.ended(outcome, error)
         return True
 
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set when a lane ended or won; made on first use (most calls never race)."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
     def _ended(self, lane: _Lane) -> None:
         self.finished.append(lane)
         self.changed.set()
@@ -205,7 +212,8 @@ class _Race:
         for lane in self.lanes:
             if lane is not self.winner and lane.task is not None:
                 lane.task.cancel()
-        self.changed.set()
+        if self._changed is not None:  # else no one waits: the race was never built
+            self._changed.set()
 
     async def decide(self) -> Result | BaseException:
         """Wait for a winner (hedging when due) or for every lane to end; the outcome."""

@@ -6,8 +6,7 @@ call it was in as ``hedge_lost``, with its estimated input tokens and cost.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import events
@@ -55,32 +54,35 @@ class Racer:
 
     async def complete(self, request: Request) -> Response:
         """The reply; streamed when the provider can, so its first content is seen."""
-        return await assemble(self.stream(request), self.name)
+        return await assemble(self._open(request), self.name, self._seen)
 
     async def stream(self, request: Request) -> AsyncIterator[Any]:
         """The provider's stream (or its whole reply as one chunk), claiming at first content."""
+        agen = self._open(request)
+        try:
+            async for item in agen:
+                self._seen(item)
+                yield item
+        finally:  # closed here (not by aclosing: this runs on every hedged call)
+            await agen.aclose()
+
+    def _open(self, request: Request) -> AsyncGenerator[Any, None]:
+        """The provider's stream (or its whole reply as one chunk): the lane's call starts."""
         clock = self.lane_run.agent.clock
         self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
         self.request = request
-        started = self.call[1]
-        async for item in self._items(request):
-            if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
-                self.race.hedging.observe(self.name, clock.now() - started)
-                self.race.claim(self)
-            yield item
+        source = getattr(self.callee, "stream", None)
+        agen: AsyncGenerator[Any, None]
+        agen = source(request) if callable(source) else _whole(self.callee, request)
+        return agen
 
-    async def _items(self, request: Request) -> AsyncIterator[Any]:
-        stream = getattr(self.callee, "stream", None)
-        if not callable(stream):
-            response: Response = await self.callee.complete(request)
-            if response.text:
-                yield response.text
-            yield response
-            return
-        agen = stream(request)
-        async with contextlib.aclosing(agen):
-            async for item in agen:
-                yield item
+    def _seen(self, item: object) -> None:
+        """Claim the race at the call's first content (or whole reply), learning its latency."""
+        if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
+            assert self.call is not None
+            started = self.call[1]
+            self.race.hedging.observe(self.name, self.lane_run.agent.clock.now() - started)
+            self.race.claim(self)
 
     def record_lost(self) -> None:
         """Record the call this lane was cancelled in (if any) as lost to a hedge."""
@@ -115,6 +117,14 @@ class Racer:
             # another lane stopped the run) the run's end closes it as cut short.
             log.trace.lost(lost)
         self.call = None
+
+
+async def _whole(provider: Any, request: Request) -> AsyncGenerator[Any, None]:
+    """The reply of a provider that cannot stream, as a stream: its text, then itself."""
+    response: Response = await provider.complete(request)
+    if response.text:
+        yield response.text
+    yield response
 
 
 def estimated_cost(provider: Any, usage: Usage) -> float | None:
