@@ -46,12 +46,13 @@ from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
 from orchestrator.engine.inline import Adopted, drive
 from orchestrator.engine.racer import Racer
+from orchestrator.engine.run import Run  # after children, which imports it first
 from orchestrator.ignored import warn_ignored
 from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Request, Result, Stop
 
 if TYPE_CHECKING:
-    from orchestrator.engine.run import Run, Via
+    from orchestrator.engine.run import Via
 
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
 
@@ -126,8 +127,6 @@ class _Race:
         self, idx: int, request: Request, via: Via, note: str | None
     ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
         """A lane for child ``idx`` and the call it makes (not started yet)."""
-        from orchestrator.engine.run import Run
-
         outer = self.run
         member = outer.agent.members[idx]
         assert isinstance(member, ProviderChild)
@@ -325,8 +324,8 @@ class _Race:
                     await cancel_and_wait(lane.task)
                     lane.racer.record_lost()
         finally:
-            log = self.run.log
-            for lane in sorted(self.lanes, key=lambda x: x is self.winner):
+            log, lanes = self.run.log, self.lanes
+            for lane in sorted(lanes, key=lambda x: x is self.winner) if len(lanes) > 1 else lanes:
                 log.attempts.extend(lane.run.log.attempts)
                 log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
 
