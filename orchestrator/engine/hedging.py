@@ -190,7 +190,8 @@ class _Race:
         if error is None and adopted.cut:
             adopted.caller.uncancel()  # cut, but it had ended already
         adopted.ended(outcome, error)
-        return True
+        # No hedge begun (none started, none asking before_fallback): nothing to decide.
+        return len(self.lanes) > 1 or self.hedges_left < self.hedging.max_hedges
 
     @property
     def changed(self) -> asyncio.Event:
