@@ -37,11 +37,13 @@ The delay (fixed, or adaptive ``"pNN"``) is :mod:`orchestrator.engine.hedge_dela
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import events
+from orchestrator.clock import SystemClock
 from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
 from orchestrator.engine.inline import Adopted, drive
@@ -122,6 +124,7 @@ class _Race:
         self._changed: asyncio.Event | None = None  # made when first waited on or set
         #: The task deciding on hedges, once the first lane's call waits (:meth:`first`).
         self.watcher: asyncio.Task[Result | BaseException] | None = None
+        self.timer: asyncio.TimerHandle | None = None  # when the watcher starts (system clock)
 
     def _lane(
         self, idx: int, request: Request, via: Via, note: str | None
@@ -173,6 +176,22 @@ class _Race:
         assert caller is not None
         lane.task = adopted = Adopted(caller)
         adopted.add_done_callback(lambda _t: self._ended(lane))
+        delay = self.hedging.delay(lane.racer.name)
+        if delay is None:
+            return  # never hedged: nothing to watch
+        if type(self.run.agent.clock) is SystemClock:
+            # No task until the hedge is due: most calls end before (the loop's clock is
+            # the system's; another clock's time moves only as it says, so it is watched).
+            loop = asyncio.get_running_loop()
+            later = lane.racer.lane_started + delay - time.monotonic()
+            self.timer = loop.call_at(loop.time() + later, self._watch, adopted)
+        else:
+            self._watch(adopted)
+
+    def _watch(self, adopted: Adopted) -> None:
+        """Start the watcher (:meth:`decide`), unless the first call won or ended already."""
+        if self.winner is not None or adopted.done():
+            return
         self.watcher = asyncio.create_task(self.decide())
         # A lane that stopped the run ends the watcher early: the inline call is cut then.
         self.watcher.add_done_callback(lambda _t: adopted.cancel())
@@ -318,6 +337,8 @@ class _Race:
     async def close(self) -> None:
         """Leave nothing running (also when the caller is cancelled); join the lanes' logs."""
         try:
+            if self.timer is not None:
+                self.timer.cancel()
             if self.watcher is not None and not self.watcher.done():
                 await cancel_and_wait(self.watcher)
             for lane in self.lanes:
