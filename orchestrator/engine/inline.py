@@ -3,10 +3,11 @@
 Most calls of a hedged chain are answered by the first child before its hedge
 delay; for those, a lane task, an event and a timer are pure cost. So the first
 child runs inline (:func:`drive`): a call that completes without waiting builds
-nothing more, and one that waits gets the race's watcher task only then. From
-that moment the call is the race's first lane, seen through an :class:`Adopted`
-future: it is done when the inline call ends, and cancelling it (a hedge won)
-cancels the caller's task, which the race takes back (:meth:`Adopted.taken_back`).
+nothing more; one that waits becomes the race's first lane, seen through an
+:class:`Adopted` future (done when the inline call ends; cancelling it, when a
+hedge won, cancels the caller's task, which the race takes back with
+:meth:`Adopted.taken_back`), and the race's watcher task starts only when the
+hedge is due (:mod:`orchestrator.engine.hedging`).
 """
 
 from __future__ import annotations
