@@ -274,6 +274,8 @@ class _Race:
         it, as an unhedged chain would have (a lane that failed on its own is done).
         """
         winner = self.winner
+        if len(self.lanes) == 1:  # never raced (most calls)
+            return self.lanes[0].idx
         beaten = [
             lane.idx
             for lane in self.lanes
