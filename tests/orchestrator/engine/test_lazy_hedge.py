@@ -32,6 +32,23 @@ async def test_a_first_child_that_answers_without_waiting_builds_no_task() -> No
     assert len(asyncio.all_tasks()) == before
 
 
+async def test_a_first_child_that_waits_but_answers_in_time_builds_no_task() -> None:
+    # On the system clock the hedge delay is a loop timer: no watcher task until it is due.
+    seen: list[tuple[asyncio.Task[object] | None, int]] = []
+
+    async def answer(request: Request) -> str:
+        await asyncio.sleep(0)  # waits (a turn of the loop), far within the default delay
+        seen.append((asyncio.current_task(), len(asyncio.all_tasks())))
+        return "ok"
+
+    agent = FallbackAgent([FunctionProvider(answer, name="a"), FunctionProvider(answer, name="b")])
+    before = len(asyncio.all_tasks())
+    results = [await agent.run("hi") for _ in range(3)]
+    assert [r.handled_by for r in results] == ["a"] * 3
+    assert seen == [(asyncio.current_task(), before)] * 3
+    assert len(asyncio.all_tasks()) == before
+
+
 async def test_a_cut_first_child_leaves_the_caller_no_pending_cancellation(
     clock: FakeClock,
 ) -> None:
