@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import statistics
 import time
@@ -19,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from orchestrator import FallbackAgent, Request
 from orchestrator.errors import ServerError
 from providers import FunctionProvider
+
+HOPS = 4
 
 
 async def noop(request: Request) -> str:
@@ -36,45 +39,48 @@ async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float
     return (time.process_time_ns() - t0) / calls / 1000.0  # microseconds
 
 
+def agents() -> dict[str, FallbackAgent]:
+    """The agents measured: one child; four failing children then one (per hop); two
+    children whose first answers, with the default hedge (``"auto"``) and without."""
+    ok, spare = FunctionProvider(noop, name="ok"), FunctionProvider(noop, name="spare")
+    down = [FunctionProvider(failing, name=f"down{i}") for i in range(HOPS)]
+    return {
+        "success": FallbackAgent([ok], max_retries=2),
+        "chain": FallbackAgent([*down, ok], max_retries=0),
+        "two_hedged": FallbackAgent([ok, spare]),
+        "two_unhedged": FallbackAgent([ok, spare], hedge_after=None),
+    }
+
+
 async def main(batches: int, calls: int) -> dict[str, float]:
     req = Request("ping")
-    ok = FunctionProvider(noop, name="ok")
-    success = FallbackAgent([ok], max_retries=2)
-    hops = 4
-    chain = FallbackAgent(
-        [*(FunctionProvider(failing, name=f"down{i}") for i in range(hops)), ok], max_retries=0
-    )
 
     async def bare() -> object:
         return await noop(req)
 
-    async def run_success() -> object:
-        return await success.run("ping")
-
-    async def run_chain() -> object:
-        return await chain.run("ping")
-
-    for fn in (bare, run_success, run_chain):  # warm up
+    runs: dict[str, Callable[[], Awaitable[object]]] = {"bare": bare}
+    for name, agent in agents().items():
+        runs[name] = functools.partial(agent.run, "ping")
+    for fn in runs.values():  # warm up
         await cpu_per_call(fn, 200)
     gc.disable()
-    base, succ, hop = [], [], []
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
     try:
         for _ in range(batches):
-            b = await cpu_per_call(bare, calls)
-            s = await cpu_per_call(run_success, calls)
-            c = await cpu_per_call(run_chain, calls // 4)
-            base.append(b)
-            succ.append(s - b)
-            hop.append((c - s) / hops)
+            for name, fn in runs.items():
+                n = calls // 4 if name == "chain" else calls
+                cpu[name].append(await cpu_per_call(fn, n))
             gc.collect()
     finally:
         gc.enable()
-    figures = {
-        "bare_await_us": statistics.median(base),
-        "success_added_us": statistics.median(succ),
-        "per_hop_added_us": statistics.median(hop),
+    med = {name: statistics.median(v) for name, v in cpu.items()}
+    return {
+        "bare_await_us": med["bare"],
+        "success_added_us": med["success"] - med["bare"],
+        "per_hop_added_us": (med["chain"] - med["success"]) / HOPS,
+        "two_hedged_added_us": med["two_hedged"] - med["bare"],
+        "two_unhedged_added_us": med["two_unhedged"] - med["bare"],
     }
-    return figures
 
 
 if __name__ == "__main__":
@@ -86,3 +92,6 @@ if __name__ == "__main__":
     print(f"bare await of the function:       {f['bare_await_us']:7.2f} us CPU/call")
     print(f"FallbackAgent.run, success path: +{f['success_added_us']:6.2f} us CPU/call (<= 25)")
     print(f"per failover hop (no retries):   +{f['per_hop_added_us']:6.2f} us CPU/hop  (<= 80)")
+    hedged, unhedged = f["two_hedged_added_us"], f["two_unhedged_added_us"]
+    print(f"two children, default hedge:     +{hedged:6.2f} us CPU/call (<= unhedged + 15)")
+    print(f"two children, hedge_after=None:  +{unhedged:6.2f} us CPU/call")

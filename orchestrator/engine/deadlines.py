@@ -34,7 +34,7 @@ policy, then handed over).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,14 +200,23 @@ class Watched:
         return f"Watched({self.provider!r}, {self.watch!r})"
 
 
-async def assemble(stream: AsyncIterator[Any], name: str) -> Response:
-    """The final Response of ``stream`` (closed either way); ``StreamInterrupted`` without one."""
+async def assemble(
+    stream: AsyncIterator[Any], name: str, seen: Callable[[Any], None] | None = None
+) -> Response:
+    """The final Response of ``stream`` (closed either way); ``StreamInterrupted`` without one.
+    ``seen``: told of every item (a hedge's lane claims its race at the first content)."""
     final: Response | None = None
-    async with contextlib.aclosing(stream):  # type: ignore[type-var]
+    try:
         async for item in stream:
+            if seen is not None:
+                seen(item)
             if isinstance(item, Response):
                 final = item
                 break  # the answer is complete: its stream's tail is not waited for
+    finally:  # what aclosing does, without its cost on every streamed run()
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
     if final is None:
         raise StreamInterrupted("stream ended without its final message", provider=name)
     return final

@@ -2,7 +2,9 @@
 
 ``FallbackAgent(hedge_after=0.4)`` (seconds) or ``hedge_after="p95"`` (adaptive)
 with ``max_hedges=1``. Each child of a hedged call runs in a *lane* of its own (a
-run sharing the caller's delivery, with its own attempt log and health verdict).
+run sharing the caller's delivery, with its own attempt log and health verdict);
+the first one in the caller's task, the race built around it only if it waits
+(:mod:`~orchestrator.engine.inline`: most calls answer before their delay).
 When the newest lane has produced no content ``hedge_after`` after it started,
 the next child starts in a new lane, after ``before_fallback`` with reason
 ``"hedge"`` (so redaction applies; a :class:`~orchestrator.types.Stop` from it
@@ -37,22 +39,24 @@ The delay (fixed, or adaptive ``"pNN"``) is :mod:`orchestrator.engine.hedge_dela
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import events
+from orchestrator.clock import SystemClock
 from orchestrator.engine.children import ProviderChild, too_long
-from orchestrator.engine.deadlines import assemble, is_content
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
+from orchestrator.engine.inline import Adopted, drive
+from orchestrator.engine.racer import Racer
+from orchestrator.engine.run import Run  # after children, which imports it first
 from orchestrator.ignored import warn_ignored
 from orchestrator.tasks import cancel_and_wait
-from orchestrator.tokens import input_tokens_estimate
-from orchestrator.types import Attempt, Request, Response, Result, Stop, Usage
+from orchestrator.types import Request, Result, Stop
 
 if TYPE_CHECKING:
-    from orchestrator.engine.run import Run, Via
+    from orchestrator.engine.run import Via
 
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
 
@@ -90,12 +94,10 @@ async def race(
     index of the last child tried (the run goes on after it)."""
     hedged = _Race(run)
     try:
-        hedged.start(idx, request, via, run.log.note)
-        run.log.note = None
-        outcome = await hedged.decide()
+        outcome = await hedged.first(idx, request, via, run.log.note)
     finally:
         await hedged.close()
-    if isinstance(outcome, Result):
+    if isinstance(outcome, Result) and len(outcome.attempts) != len(run.log.attempts):
         outcome = replace(outcome, attempts=tuple(run.log.attempts), latency=run.elapsed())
     return outcome, hedged.resume_after()
 
@@ -105,7 +107,7 @@ class _Lane:
 
     __slots__ = ("idx", "racer", "run", "task")
 
-    def __init__(self, idx: int, run: Run, racer: _Racer, task: asyncio.Task[Any]) -> None:
+    def __init__(self, idx: int, run: Run, racer: Racer, task: asyncio.Future[Any] | None) -> None:
         self.idx, self.run, self.racer, self.task = idx, run, racer, task
 
 
@@ -121,11 +123,15 @@ class _Race:
         self.finished: list[_Lane] = []
         self.winner: _Lane | None = None
         self.hedges_left = self.hedging.max_hedges
-        self.changed = asyncio.Event()
+        self._changed: asyncio.Event | None = None  # made when first waited on or set
+        #: The task deciding on hedges, once the first lane's call waits (:meth:`first`).
+        self.watcher: asyncio.Task[Result | BaseException] | None = None
+        self.timer: asyncio.TimerHandle | None = None  # when the watcher starts (system clock)
 
-    def start(self, idx: int, request: Request, via: Via, note: str | None) -> None:
-        from orchestrator.engine.run import Run
-
+    def _lane(
+        self, idx: int, request: Request, via: Via, note: str | None
+    ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
+        """A lane for child ``idx`` and the call it makes (not started yet)."""
         outer = self.run
         member = outer.agent.members[idx]
         assert isinstance(member, ProviderChild)
@@ -135,27 +141,100 @@ class _Race:
         lane_run.log.started, lane_run.log.note = outer.log.started, note
         lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
         lane_run.later, lane_run.deferred = idx + 1 < len(outer.agent.members), outer.deferred
-        racer = _Racer(self, member, lane_run, hedge=bool(self.lanes))
+        racer = Racer(self, member, lane_run, hedge=bool(self.lanes))
         child = ProviderChild(member.provider, member.policy, racer, member.down)
-        task = asyncio.create_task(child.run_in(lane_run, request, via))
-        lane = _Lane(idx, lane_run, racer, task)
+        lane = _Lane(idx, lane_run, racer, None)
         racer.lane = lane
-        task.add_done_callback(lambda _t: self._ended(lane))
         self.lanes.append(lane)
+        return lane, child.run_in(lane_run, request, via)
+
+    def start(self, idx: int, request: Request, via: Via, note: str | None) -> None:
+        """Start child ``idx`` racing in a lane task of its own (a hedge)."""
+        lane, call = self._lane(idx, request, via, note)
+        lane.task = asyncio.create_task(call)
+        lane.task.add_done_callback(lambda _t: self._ended(lane))
+
+    async def first(
+        self, idx: int, request: Request, via: Via, note: str | None
+    ) -> Result | BaseException:
+        """Child ``idx``'s outcome, called in the caller's task (:mod:`.inline`): the race
+        (a watcher task deciding on hedges) is built only once the call waits."""
+        lane, call = self._lane(idx, request, via, note)
+        self.run.log.note = None
+        try:
+            outcome: Result | BaseException = await drive(call, lambda: self._adopt(lane))
+        except BaseException as e:
+            if not self._ended_inline(lane, None, e):
+                raise
+        else:
+            if not self._ended_inline(lane, outcome, None):
+                return outcome
+        assert self.watcher is not None
+        return await self.watcher
+
+    def _adopt(self, lane: _Lane) -> None:
+        """The first lane's call waits: from now on it races (the watcher may hedge it)."""
+        caller = asyncio.current_task()
+        assert caller is not None
+        lane.task = adopted = Adopted(caller)
+        adopted.add_done_callback(lambda _t: self._ended(lane))
+        delay = self.hedging.delay(lane.racer.name)
+        if delay is None:
+            return  # never hedged: nothing to watch
+        if type(self.run.agent.clock) is SystemClock:
+            # No task until the hedge is due: most calls end before (the loop's clock is
+            # the system's; another clock's time moves only as it says, so it is watched).
+            loop = asyncio.get_running_loop()
+            later = lane.racer.lane_started + delay - time.monotonic()
+            self.timer = loop.call_at(loop.time() + later, self._watch, adopted)
+        else:
+            self._watch(adopted)
+
+    def _watch(self, adopted: Adopted) -> None:
+        """Start the watcher (:meth:`decide`), unless the first call won or ended already."""
+        if self.winner is not None or adopted.done():
+            return
+        self.watcher = asyncio.create_task(self.decide())
+        # A lane that stopped the run ends the watcher early: the inline call is cut then.
+        self.watcher.add_done_callback(lambda _t: adopted.cancel())
+
+    def _ended_inline(self, lane: _Lane, outcome: object, error: BaseException | None) -> bool:
+        """The inline call ended: whether the watcher decides the outcome (else the call's
+        own outcome stands, or its error is raised)."""
+        adopted = lane.task
+        if not isinstance(adopted, Adopted):
+            return False  # it never waited: no race was built
+        if isinstance(error, asyncio.CancelledError) and not adopted.taken_back():
+            adopted.ended(error=error)  # the caller's own cancellation
+            lane.racer.record_lost()
+            return False
+        if error is None and adopted.cut:
+            adopted.caller.uncancel()  # cut, but it had ended already
+        adopted.ended(outcome, error)
+        # No hedge begun (none started, none asking before_fallback): nothing to decide.
+        return len(self.lanes) > 1 or self.hedges_left < self.hedging.max_hedges
+
+    @property
+    def changed(self) -> asyncio.Event:
+        """Set when a lane ended or won; made on first use (most calls never race)."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
 
     def _ended(self, lane: _Lane) -> None:
         self.finished.append(lane)
         self.changed.set()
 
-    def claim(self, racer: _Racer) -> None:
+    def claim(self, racer: Racer) -> None:
         """``racer`` has content: the first to get here wins, the other lanes are cancelled."""
         if self.winner is not None:
             return
         self.winner = racer.lane
         for lane in self.lanes:
-            if lane is not self.winner:
+            if lane is not self.winner and lane.task is not None:
                 lane.task.cancel()
-        self.changed.set()
+        if self._changed is not None:  # else no one waits: the race was never built
+            self._changed.set()
 
     async def decide(self) -> Result | BaseException:
         """Wait for a winner (hedging when due) or for every lane to end; the outcome."""
@@ -163,8 +242,9 @@ class _Race:
         while True:
             self.changed.clear()
             for lane in self.finished:
-                if not lane.task.cancelled() and lane.task.exception() is not None:
-                    lane.task.result()  # a lane stopped the run: raise what it raised
+                task = lane.task
+                if task is not None and not task.cancelled() and task.exception() is not None:
+                    task.result()  # a lane stopped the run: raise what it raised
             if self.winner is not None or len(self.finished) == len(self.lanes):
                 break
             at = self._next_hedge_at()
@@ -182,6 +262,7 @@ class _Race:
         lane = self.winner or self.finished[-1]
         if lane is self.winner:
             await self._stop_losers()
+        assert lane.task is not None  # every lane has one once the watcher decides
         outcome: Result | BaseException = await lane.task
         return outcome
 
@@ -193,10 +274,12 @@ class _Race:
         it, as an unhedged chain would have (a lane that failed on its own is done).
         """
         winner = self.winner
+        if len(self.lanes) == 1:  # never raced (most calls)
+            return self.lanes[0].idx
         beaten = [
             lane.idx
             for lane in self.lanes
-            if winner is not None and lane.idx > winner.idx and lane.task.cancelled()
+            if winner is not None and lane.idx > winner.idx and _cancelled(lane.task)
         ]
         return min(beaten) - 1 if beaten else self.lanes[-1].idx
 
@@ -246,26 +329,35 @@ class _Race:
 
     async def _stop_losers(self) -> None:
         """Cancel every lane still running but the winner; each records ``hedge_lost``."""
-        for lane in self.lanes:
-            if lane is not self.winner and not lane.task.done():
+        losers = [lane for lane in self.lanes if lane is not self.winner]
+        for lane in losers:
+            if lane.task is not None:
                 lane.task.cancel()
-        for lane in self.lanes:
-            if lane is not self.winner:
+        for lane in losers:
+            if lane.task is not None:
                 await cancel_and_wait(lane.task)
-                lane.racer.record_lost()
+            lane.racer.record_lost()
 
     async def close(self) -> None:
         """Leave nothing running (also when the caller is cancelled); join the lanes' logs."""
         try:
+            if self.timer is not None:
+                self.timer.cancel()
+            if self.watcher is not None and not self.watcher.done():
+                await cancel_and_wait(self.watcher)
             for lane in self.lanes:
-                if not lane.task.done():
+                if lane.task is not None and not lane.task.done():
                     await cancel_and_wait(lane.task)
                     lane.racer.record_lost()
         finally:
-            log = self.run.log
-            for lane in sorted(self.lanes, key=lambda x: x is self.winner):
+            log, lanes = self.run.log, self.lanes
+            for lane in sorted(lanes, key=lambda x: x is self.winner) if len(lanes) > 1 else lanes:
                 log.attempts.extend(lane.run.log.attempts)
                 log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
+
+
+def _cancelled(task: asyncio.Future[Any] | None) -> bool:
+    return task is not None and task.cancelled()
 
 
 def _refused(run: Run, target: ProviderChild) -> str | None:
@@ -281,113 +373,4 @@ def _refused(run: Run, target: ProviderChild) -> str | None:
         return "circuit not closed"
     if not store.try_acquire_retry():
         return "retry budget empty"
-    return None
-
-
-class _Racer:
-    """The provider as one lane calls it: the lane claims the race at its first content.
-
-    ``hedge``: this lane was started by a hedge (its attempts' spans say so);
-    ``wrapped``: the provider itself (telemetry describes it, not this view).
-    """
-
-    __slots__ = (
-        "call",
-        "callee",
-        "hedge",
-        "lane",
-        "lane_run",
-        "lane_started",
-        "name",
-        "race",
-        "request",
-        "wrapped",
-    )
-
-    def __init__(self, race: _Race, member: ProviderChild, lane_run: Run, *, hedge: bool) -> None:
-        self.race, self.callee, self.lane_run = race, member.callee, lane_run
-        self.wrapped, self.hedge = member.provider, hedge
-        self.name: str = member.callee.name
-        self.lane: _Lane | None = None
-        self.lane_started = lane_run.agent.clock.now()
-        #: The call in progress: (attempt number, monotonic start, wall start), or None.
-        self.call: tuple[int, float, float] | None = None
-        self.request: Request | None = None
-
-    async def complete(self, request: Request) -> Response:
-        """The reply; streamed when the provider can, so its first content is seen."""
-        return await assemble(self.stream(request), self.name)
-
-    async def stream(self, request: Request) -> AsyncIterator[Any]:
-        """The provider's stream (or its whole reply as one chunk), claiming at first content."""
-        clock = self.lane_run.agent.clock
-        self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
-        self.request = request
-        started = self.call[1]
-        async for item in self._items(request):
-            if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
-                self.race.hedging.observe(self.name, clock.now() - started)
-                self.race.claim(self)
-            yield item
-
-    async def _items(self, request: Request) -> AsyncIterator[Any]:
-        stream = getattr(self.callee, "stream", None)
-        if not callable(stream):
-            response: Response = await self.callee.complete(request)
-            if response.text:
-                yield response.text
-            yield response
-            return
-        agen = stream(request)
-        async with contextlib.aclosing(agen):
-            async for item in agen:
-                yield item
-
-    def record_lost(self) -> None:
-        """Record the call this lane was cancelled in (if any) as lost to a hedge."""
-        log = self.lane_run.log
-        if self.call is None or self.request is None or self.call[0] <= len(log.attempts):
-            return  # not in a call, or the call's attempt is already recorded
-        number, t0, wall = self.call
-        usage = Usage(input_tokens_estimate(self.request), 0)
-        cost = estimated_cost(self.wrapped, usage)
-        note = f"usage estimated: ~{usage.input_tokens} input tokens (request chars / 4), no output"
-        if cost is not None:
-            note += f", cost estimated at the provider's rates: ${cost:.6f}"
-        note = f"{log.note}; {note}" if log.note else note
-        duration = self.lane_run.agent.clock.now() - t0
-        if self.race.winner is not None:
-            self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
-        lost = Attempt(self.name, None, number, wall, duration, "hedge_lost", usage, cost, note)
-        log.add(lost)
-        winner = self.race.winner
-        events.emit(
-            "info",
-            "hedge_lost",
-            agent=self.lane_run.agent.name,
-            child=self.name,
-            attempt=number,
-            duration=duration,
-            winner=winner.racer.name if winner is not None else None,
-            **events.attempt_fields(lost),
-        )
-        if log.trace is not None and winner is not None:
-            # Lost to a winner: its span ends as such. Without one (the caller cancelled,
-            # another lane stopped the run) the run's end closes it as cut short.
-            log.trace.lost(lost)
-        self.call = None
-
-
-def estimated_cost(provider: Any, usage: Usage) -> float | None:
-    """USD for ``usage`` at ``provider``'s rates (its ``rates.cost``, else its ``price``
-    per million input and output tokens); None when it has neither (no cost rather than
-    a wrong one)."""
-    cost_at_rates = getattr(getattr(provider, "rates", None), "cost", None)
-    if callable(cost_at_rates):
-        cost = cost_at_rates(usage)
-        return float(cost) if isinstance(cost, int | float) else None
-    price = getattr(provider, "price", None)
-    if isinstance(price, tuple) and len(price) == 2:
-        pin, pout = float(price[0]), float(price[1])
-        return (usage.input_tokens * pin + usage.output_tokens * pout) / 1_000_000
     return None

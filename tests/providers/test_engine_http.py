@@ -133,3 +133,32 @@ def test_building_a_provider_loads_the_http_library_so_first_calls_keep_their_de
         "assert 'aiohttp' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_a_lazily_hedged_first_call_over_http_races_only_when_slow() -> None:
+    # The first child runs in the caller's task; a loop timer at hedge_after starts the race
+    # only for the calls still without content then (orchestrator.engine.inline).
+    async with SimulatedServer() as sim:
+        sim.set_default("openai", Fault.latency(fast=0.0, slow=1.5, rate=0.4, seed=3))
+        sim.set_default("anthropic", Fault.ok(text="hedge"))
+        anthropic = AnthropicMessages(
+            "claude-sim", base_url=sim.anthropic_url, api_key="sk-ant-test-0123456789"
+        )
+        agent = FallbackAgent([openai(sim), anthropic], hedge_after=0.5, max_retries=0)
+        assert (await agent.run("warm")).attempts  # imports and connects first
+        before = asyncio.all_tasks()
+        results = await asyncio.gather(*(agent.run(f"call {i}") for i in range(16)))
+        shapes = {(r.handled_by, tuple(a.reason for a in r.attempts)) for r in results}
+        assert shapes == {
+            ("openai:gpt-sim", (None,)),
+            ("anthropic:claude-sim", ("hedge_lost", None)),
+        }
+        me = asyncio.current_task()
+        assert me is not None and me.cancelling() == 0
+        for _ in range(100):
+            if sim.in_flight == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert sim.in_flight == 0  # every cut first call closed its connection
+        left = [t for t in asyncio.all_tasks() - before if "simulated" not in repr(t.get_coro())]
+        assert left == []

@@ -1,0 +1,80 @@
+"""A hedged call's first child, run in the caller's own task until a race needs it.
+
+Most calls of a hedged chain are answered by the first child before its hedge
+delay; for those, a lane task, an event and a timer are pure cost. So the first
+child runs inline (:func:`drive`): a call that completes without waiting builds
+nothing more; one that waits becomes the race's first lane, seen through an
+:class:`Adopted` future (done when the inline call ends; cancelling it, when a
+hedge won, cancels the caller's task, which the race takes back with
+:meth:`Adopted.taken_back`), and the race's watcher task starts only when the
+hedge is due (:mod:`orchestrator.engine.hedging`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+__all__ = ["Adopted", "drive"]
+
+
+@types.coroutine
+def drive(
+    coro: Coroutine[Any, Any, Any], suspended: Callable[[], None]
+) -> Generator[Any, Any, Any]:
+    """Await ``coro`` in the current task, calling ``suspended()`` once, when it first waits."""
+    try:
+        pending = coro.send(None)
+    except StopIteration as done:
+        return done.value
+    suspended()
+    while True:
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as e:  # a cancellation (or anything thrown in) goes to the call
+            try:
+                pending = coro.throw(e)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as done:
+                return done.value
+
+
+class Adopted(asyncio.Future[Any]):
+    """The first lane's call running in ``caller`` (its task): done when the call ends;
+    ``cancel()`` cancels the caller's task while the call runs (the race cut it)."""
+
+    def __init__(self, caller: asyncio.Task[Any]) -> None:
+        super().__init__()
+        self.caller = caller
+        self.cut = False
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self.done() or self.cut:
+            return False
+        self.cut = True
+        return self.caller.cancel(msg)
+
+    def taken_back(self) -> bool:
+        """After the call raised ``CancelledError``: whether the race's cut caused it alone
+        (the caller's own cancellation, if any, stays pending and is re-raised)."""
+        return self.cut and self.caller.uncancel() == 0
+
+    def ended(self, outcome: Any = None, error: BaseException | None = None) -> None:
+        """The inline call ended with ``outcome`` or ``error`` (``CancelledError``: cut)."""
+        if self.done():
+            return
+        if isinstance(error, asyncio.CancelledError):
+            super().cancel()
+        elif error is not None:
+            self.set_exception(error)
+        else:
+            self.set_result(outcome)

@@ -1,0 +1,142 @@
+"""The provider as a hedged call's lane calls it: the lane claims the race at its first content.
+
+Used by :mod:`orchestrator.engine.hedging`; a lane cancelled by the race records the
+call it was in as ``hedge_lost``, with its estimated input tokens and cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import events
+from orchestrator.engine.deadlines import assemble, is_content
+from orchestrator.tokens import input_tokens_estimate
+from orchestrator.types import Attempt, Request, Response, Usage
+
+if TYPE_CHECKING:
+    from orchestrator.engine.children import ProviderChild
+    from orchestrator.engine.hedging import _Lane, _Race
+    from orchestrator.engine.run import Run
+
+__all__ = ["Racer", "estimated_cost"]
+
+
+class Racer:
+    """The provider as one lane calls it: the lane claims the race at its first content.
+
+    ``hedge``: this lane was started by a hedge (its attempts' spans say so);
+    ``wrapped``: the provider itself (telemetry describes it, not this view).
+    """
+
+    __slots__ = (
+        "call",
+        "callee",
+        "hedge",
+        "lane",
+        "lane_run",
+        "lane_started",
+        "name",
+        "race",
+        "request",
+        "wrapped",
+    )
+
+    def __init__(self, race: _Race, member: ProviderChild, lane_run: Run, *, hedge: bool) -> None:
+        self.race, self.callee, self.lane_run = race, member.callee, lane_run
+        self.wrapped, self.hedge = member.provider, hedge
+        self.name: str = member.callee.name
+        self.lane: _Lane | None = None
+        self.lane_started = lane_run.agent.clock.now()
+        #: The call in progress: (attempt number, monotonic start, wall start), or None.
+        self.call: tuple[int, float, float] | None = None
+        self.request: Request | None = None
+
+    async def complete(self, request: Request) -> Response:
+        """The reply; streamed when the provider can, so its first content is seen."""
+        return await assemble(self._open(request), self.name, self._seen)
+
+    async def stream(self, request: Request) -> AsyncIterator[Any]:
+        """The provider's stream (or its whole reply as one chunk), claiming at first content."""
+        agen = self._open(request)
+        try:
+            async for item in agen:
+                self._seen(item)
+                yield item
+        finally:  # closed here (not by aclosing: this runs on every hedged call)
+            await agen.aclose()
+
+    def _open(self, request: Request) -> AsyncGenerator[Any, None]:
+        """The provider's stream (or its whole reply as one chunk): the lane's call starts."""
+        clock = self.lane_run.agent.clock
+        self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
+        self.request = request
+        source = getattr(self.callee, "stream", None)
+        agen: AsyncGenerator[Any, None]
+        agen = source(request) if callable(source) else _whole(self.callee, request)
+        return agen
+
+    def _seen(self, item: object) -> None:
+        """Claim the race at the call's first content (or whole reply), learning its latency."""
+        if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
+            assert self.call is not None
+            started = self.call[1]
+            self.race.hedging.observe(self.name, self.lane_run.agent.clock.now() - started)
+            self.race.claim(self)
+
+    def record_lost(self) -> None:
+        """Record the call this lane was cancelled in (if any) as lost to a hedge."""
+        log = self.lane_run.log
+        if self.call is None or self.request is None or self.call[0] <= len(log.attempts):
+            return  # not in a call, or the call's attempt is already recorded
+        number, t0, wall = self.call
+        usage = Usage(input_tokens_estimate(self.request), 0)
+        cost = estimated_cost(self.wrapped, usage)
+        note = f"usage estimated: ~{usage.input_tokens} input tokens (request chars / 4), no output"
+        if cost is not None:
+            note += f", cost estimated at the provider's rates: ${cost:.6f}"
+        note = f"{log.note}; {note}" if log.note else note
+        duration = self.lane_run.agent.clock.now() - t0
+        if self.race.winner is not None:
+            self.race.hedging.observe(self.name, duration)  # a lower bound: it had no content
+        lost = Attempt(self.name, None, number, wall, duration, "hedge_lost", usage, cost, note)
+        log.add(lost)
+        winner = self.race.winner
+        events.emit(
+            "info",
+            "hedge_lost",
+            agent=self.lane_run.agent.name,
+            child=self.name,
+            attempt=number,
+            duration=duration,
+            winner=winner.racer.name if winner is not None else None,
+            **events.attempt_fields(lost),
+        )
+        if log.trace is not None and winner is not None:
+            # Lost to a winner: its span ends as such. Without one (the caller cancelled,
+            # another lane stopped the run) the run's end closes it as cut short.
+            log.trace.lost(lost)
+        self.call = None
+
+
+async def _whole(provider: Any, request: Request) -> AsyncGenerator[Any, None]:
+    """The reply of a provider that cannot stream, as a stream: its text, then itself."""
+    response: Response = await provider.complete(request)
+    if response.text:
+        yield response.text
+    yield response
+
+
+def estimated_cost(provider: Any, usage: Usage) -> float | None:
+    """USD for ``usage`` at ``provider``'s rates (its ``rates.cost``, else its ``price``
+    per million input and output tokens); None when it has neither (no cost rather than
+    a wrong one)."""
+    cost_at_rates = getattr(getattr(provider, "rates", None), "cost", None)
+    if callable(cost_at_rates):
+        cost = cost_at_rates(usage)
+        return float(cost) if isinstance(cost, int | float) else None
+    price = getattr(provider, "price", None)
+    if isinstance(price, tuple) and len(price) == 2:
+        pin, pout = float(price[0]), float(price[1])
+        return (usage.input_tokens * pin + usage.output_tokens * pout) / 1_000_000
+    return None
