@@ -83,7 +83,7 @@ async def test_gateway_scenario(sim: SimulatedServer, case: Scenario) -> None:
         assert model == MODELS[named]  # the model that answered (item 22)
         assert text and finish == "stop"
         assert usage is not None and usage.completion_tokens > 0
-    assert case.at_least <= elapsed < case.within, elapsed
+    assert case.at_least <= elapsed < case.within + bench.SLACK, elapsed
     assert sim.count("openai") <= case.primary_calls  # backed off, never hammered
 
 
@@ -113,7 +113,7 @@ async def test_primary_down_60s_then_healthy_over_20_requests(sim: SimulatedServ
             sent = time.monotonic()
             handled, *_ = await ask(sdk, stream=i % 2 == 1)
             answered.append(handled)
-            assert time.monotonic() - sent < 10 * bench.F  # each one answered promptly
+            assert time.monotonic() - sent < 10 * bench.F + bench.SLACK  # answered promptly
             await asyncio.sleep(max(0.0, (i + 1) * 5 * bench.F - (time.monotonic() - started)))
     down = answered[: int(bench.DOWN_FOR / (5 * bench.F))]
     assert set(down) == {bench.FALLBACK}

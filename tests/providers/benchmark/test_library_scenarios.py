@@ -17,6 +17,7 @@ from tests.providers.benchmark.scenarios import (
     PRIMARY,
     REQUESTS,
     SCENARIOS,
+    SLACK,
     F,
     Scenario,
     chain,
@@ -49,7 +50,7 @@ async def test_library_scenario(sim: SimulatedServer, case: Scenario) -> None:
             failed = [a for a in result.attempts if not a.ok]
             assert all(a.cost_usd is None and not a.usage for a in failed if a.error)
         elapsed = time.monotonic() - started
-    assert case.at_least <= elapsed < case.within, elapsed
+    assert case.at_least <= elapsed < case.within + SLACK, elapsed
     assert sim.count("openai") <= case.primary_calls  # backed off, never hammered
 
 
@@ -75,7 +76,7 @@ async def test_primary_down_60s_then_healthy_over_20_requests(sim: SimulatedServ
                 sim.set_default("openai", Fault.ok())
             result = await agent.run(f"request {i}")
             answered.append(result.handled_by)
-            assert result.latency < 10 * F  # each one answered promptly
+            assert result.latency < 10 * F + SLACK  # each one answered promptly
             await asyncio.sleep(max(0.0, (i + 1) * 5 * F - (time.monotonic() - started)))
     down = answered[: int(DOWN_FOR / (5 * F))]
     assert set(down) == {FALLBACK}
