@@ -157,7 +157,7 @@ async def come_back(run: Run, prev: str, error: BaseException) -> Result | BaseE
     """Every later child failed: spend the retries that waited for them (timeouts,
     ``retried_last``), in the order the children were tried; a Result or the last error."""
     run.later = False
-    names = [m.name for m in run.agent.members]
+    names = [m.name for m in run.members]
     for later in list(run.deferred):
         outcome, _ = await run.next_child(names.index(later.name), prev, error, "again")
         if isinstance(outcome, Result):

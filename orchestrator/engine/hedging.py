@@ -64,7 +64,7 @@ __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge",
 def can_hedge(run: Run, idx: int) -> bool:
     """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
     with nothing streamed to the consumer yet."""
-    return _pair(run.agent.members, idx) and not getattr(run.delivery, "delivered", None)
+    return _pair(run.members, idx) and not getattr(run.delivery, "delivered", None)
 
 
 def _pair(members: Sequence[object], idx: int) -> bool:
@@ -133,14 +133,14 @@ class _Race:
     ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
         """A lane for child ``idx`` and the call it makes (not started yet)."""
         outer = self.run
-        member = outer.agent.members[idx]
+        member = outer.members[idx]
         assert isinstance(member, ProviderChild)
         # A run of its own (attempt log, health verdict) with the caller's limits and delivery.
         limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
-        lane_run = Run(outer.agent, outer.request, *limits)
+        lane_run = Run(outer.agent, outer.request, *limits, outer.members)
         lane_run.log.started, lane_run.log.note = outer.log.started, note
         lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
-        lane_run.later, lane_run.deferred = idx + 1 < len(outer.agent.members), outer.deferred
+        lane_run.later, lane_run.deferred = idx + 1 < len(outer.members), outer.deferred
         racer = Racer(self, member, lane_run, hedge=bool(self.lanes))
         child = ProviderChild(member.provider, member.policy, racer, member.down)
         lane = _Lane(idx, lane_run, racer, None)
@@ -285,7 +285,7 @@ class _Race:
 
     def _next_hedge_at(self) -> float | None:
         last = self.lanes[-1]
-        if self.hedges_left == 0 or last.idx + 1 >= len(self.run.agent.members):
+        if self.hedges_left == 0 or last.idx + 1 >= len(self.run.members):
             return None
         delay = self.hedging.delay(last.racer.name)
         return None if delay is None else last.racer.lane_started + delay
@@ -295,7 +295,7 @@ class _Race:
         ``before_fallback`` let it; else no more hedges in this call."""
         run, last = self.run, self.lanes[-1]
         self.hedges_left -= 1
-        target = run.agent.members[last.idx + 1]
+        target = run.members[last.idx + 1]
         why = "a nested chain" if not isinstance(target, ProviderChild) else _refused(run, target)
         decision: Request | Stop | None = None
         if why is None:

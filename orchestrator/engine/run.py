@@ -25,6 +25,7 @@ from orchestrator.engine.attempt import (
 )
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
+from orchestrator.engine.serving import Member, order
 from orchestrator.errors import FallbackError, HookError, InvalidOutput
 from orchestrator.policy import RetryPolicy
 from orchestrator.summary import attempt_summaries, never_tried
@@ -58,6 +59,7 @@ class Run:
         "delivery",
         "later",
         "log",
+        "members",
         "request",
         "schema",
     )
@@ -70,8 +72,11 @@ class Run:
         deadline: float | None,
         attempt_limit: float | None,
         delivery: Delivery,
+        members: tuple[Member, ...] | None = None,
     ) -> None:
         self.agent, self.request, self.schema = agent, request, schema
+        #: The children in the order this run tries them (:func:`.serving.order`).
+        self.members = agent.members if members is None else members
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
@@ -103,7 +108,8 @@ class Run:
         if within is not None:
             deadline = _earliest(within.deadline, deadline)
             attempt_limit = _earliest(within.attempt_limit, attempt_limit)
-        run = cls(agent, request, schema, deadline, attempt_limit, delivery)
+        members = order(agent, request)
+        run = cls(agent, request, schema, deadline, attempt_limit, delivery, members)
         # Telemetry (orchestrator.telemetry), when on: the log tells it of every attempt.
         run.log.trace = observe(run, within.log.trace if within is not None else None)
         return run
@@ -167,7 +173,7 @@ class Run:
         prev: str | None = None
         resume = 0  # a hedged call may have tried the children after its own already
         try:
-            for idx, child in enumerate(agent.members):
+            for idx, child in enumerate(self.members):
                 if idx < resume:
                     continue
                 via: Via = "closed"
@@ -182,11 +188,11 @@ class Run:
                 if adm is not None and adm.probe:
                     self.log.note = "half-open probe"
                     via = "probe"
-                self.later = idx + 1 < len(agent.members)
+                self.later = idx + 1 < len(self.members)
                 outcome, resume = await self.next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
-                called, last_error, prev = True, outcome, agent.members[resume].name
+                called, last_error, prev = True, outcome, self.members[resume].name
                 resume += 1
             if self.deferred and last_error is not None and prev is not None:
                 from orchestrator.engine.children import come_back  # it imports the run
@@ -214,11 +220,11 @@ class Run:
         store = self.agent.health_store
         assert store is not None
         for idx in sorted(skipped_, key=lambda i: skipped_[i][1]):
-            name = self.agent.members[idx].name
+            name = self.members[idx].name
             if not store.last_resort(name):
                 continue
             # The hand-over (and its redaction) is from the child just before it.
-            before = self.agent.members[idx - 1].name if idx > 0 else None
+            before = self.members[idx - 1].name if idx > 0 else None
             self.log.note = "every circuit open: tried the one whose cooldown ends first"
             outcome: Result | BaseException | None = None
             try:
@@ -235,7 +241,7 @@ class Run:
     ) -> tuple[Result | BaseException, int]:
         """Hand over to child ``idx`` (hooks first) and try it, hedged if the agent hedges;
         a Result or the error, and the index of the last child tried."""
-        child = self.agent.members[idx]
+        child = self.members[idx]
         request = self.request
         if prev is not None and last_error is not None:
             decision = await self._hand_over(prev, child.name, last_error)
