@@ -101,7 +101,7 @@ def _gzip(pieces: Iterator[bytes]) -> Iterator[bytes]:
 async def _endless(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     headers = {"Content-Type": _content_type(wire, call), "Cache-Control": "no-cache"}
     if call.stream and fault.keepalive:
-        first, unit = b"", b": keep-alive\n\n"
+        first, unit = b"", wire.keep_alive
     elif call.stream:
         text = "x" * 1000
         events = wire.stream(call, [text, text], token_usage(call, text, None), terminate=False)
@@ -113,6 +113,8 @@ async def _endless(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     ex.start_stream(200, headers)
     if first:
         ex.write_chunk(first)
-    while await _send(ex, unit):
+    while not unit and ex.backlog() is not None:  # no keep-alive in this wire: silence
+        await asyncio.sleep(max(fault.interval, 0.01))
+    while unit and await _send(ex, unit):
         if fault.interval > 0:
             await asyncio.sleep(fault.interval)
