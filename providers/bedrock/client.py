@@ -10,6 +10,7 @@ before or inside a stream, are read by :mod:`providers.bedrock.errors`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Unpack
@@ -46,7 +47,7 @@ _EVENTS = "application/vnd.amazon.eventstream"
 
 
 def _region(region: str | None, profile: str | None) -> str:
-    region = region or default_region(profile)
+    region = region or os.environ.get("AWS_REGION") or default_region(profile)
     if not isinstance(region, str) or not _REGION.fullmatch(region):
         raise ValueError(
             f"BedrockConverse.region={region!r}: give an AWS region such as 'us-east-1' "

@@ -69,7 +69,7 @@ def error_type(kind: str, status: int) -> tuple[str, str]:
     """The exception type and message Bedrock answers fault ``kind`` with at ``status``."""
     if kind == "auth" and status == 403:
         kind = "forbidden"
-    if kind == "server_error" and status in _SERVER_ERRORS:
+    if kind in ("server_error", "bad_request") and status in _SERVER_ERRORS:
         return _SERVER_ERRORS[status]
     return _ERRORS.get(kind, _ERRORS["server_error"])
 
