@@ -17,6 +17,7 @@ from typing import Any
 from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange
 from providers.simulated.wires.base import Call, Wire, dumps, token_usage
+from providers.simulated.wires.eventstream import EVENT_STREAM, grown
 
 __all__ = ["HOSTILE_KINDS", "hostile"]
 
@@ -53,13 +54,17 @@ async def _send(ex: Exchange, data: bytes) -> bool:
 
 async def _oversized(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     usage = token_usage(call, "x" * min(fault.size, 64), None)
+    framed = None
     if call.stream:
-        rendered = b"".join(wire.stream(call, [_MARK], usage, terminate=True))
+        events = wire.stream(call, [_MARK], usage, terminate=True)
+        if wire.stream_content_type(call) == EVENT_STREAM:  # lengths and CRCs must match
+            framed = grown(events, _MARK.encode(), fault.size, b"x" * _PIECE)
+        rendered = b"".join(events)
     else:
         rendered = dumps(wire.reply(call, _MARK, usage)).encode()
-    head, tail = rendered.split(_MARK.encode(), 1)
+    head, _, tail = rendered.partition(_MARK.encode())
     headers = {"Content-Type": _content_type(wire, call), "Cache-Control": "no-cache"}
-    pieces = _pieces(head, fault.size, tail)
+    pieces = framed or _pieces(head, fault.size, tail)
     if fault.gzip:
         headers["Content-Encoding"] = "gzip"
         pieces = _gzip(pieces)

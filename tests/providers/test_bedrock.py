@@ -25,6 +25,7 @@ from orchestrator.types import Message, Request, Response, Tool, ToolCall
 from providers import AnthropicMessages, BedrockConverse, Fault, SimulatedServer
 from providers.simulated.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
 from tests.orchestrator.health.redis.conftest import prefix, redis_server  # noqa: F401
+from tests.orchestrator.telemetry.conftest import Otel, otel  # noqa: F401
 
 MODEL = "us.anthropic.claude-sonnet-4-6-v1:0"
 
@@ -319,6 +320,17 @@ async def test_a_throttled_region_falls_over_to_the_next_region(sim: SimulatedSe
         result = await FallbackAgent([east, west], max_retries=0).run("hi")
         assert result.handled_by == "west"
         assert isinstance(result.attempts[0].error, E.RateLimited)
+
+
+async def test_spans_name_the_platform_and_the_region(
+    sim: SimulatedServer,
+    otel: Otel,  # noqa: F811
+) -> None:
+    await FallbackAgent([bedrock(sim, region="eu-west-1")]).run("hi")
+    (span,) = otel.attempt_spans()
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.provider.name"] == "aws.bedrock"
+    assert span.attributes["cloud.region"] == "eu-west-1"
 
 
 # -- signatures and secrets ----------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.simulated.wires.base import Call, ScriptedCall, Wire, dumps, last_text_block
-from providers.simulated.wires.eventstream import event, exception, frame
+from providers.simulated.wires.eventstream import EVENT_STREAM, event, exception, frame
 
 __all__ = ["PREFIX", "BedrockWire", "error_headers", "error_type", "model_and_operation"]
 
@@ -86,7 +86,7 @@ class BedrockWire(Wire):
     keep_alive = b""  # the event stream has no comments: a quiet stream sends nothing
 
     def stream_content_type(self, call: Call) -> str:
-        return "application/vnd.amazon.eventstream"
+        return EVENT_STREAM
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         model, operation = model_and_operation(path) or ("", "")

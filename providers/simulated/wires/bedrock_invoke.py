@@ -17,7 +17,7 @@ from typing import Any
 from providers.simulated.wires.anthropic import AnthropicWire
 from providers.simulated.wires.base import Call, dumps
 from providers.simulated.wires.bedrock import BedrockWire, model_and_operation
-from providers.simulated.wires.eventstream import event, frame
+from providers.simulated.wires.eventstream import EVENT_STREAM, event, frame
 
 __all__ = ["BedrockInvokeWire"]
 
@@ -41,7 +41,7 @@ class BedrockInvokeWire(AnthropicWire):
     _converse = BedrockWire()
 
     def stream_content_type(self, call: Call) -> str:
-        return "application/vnd.amazon.eventstream"
+        return EVENT_STREAM
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         model, operation = model_and_operation(path) or ("", "")
