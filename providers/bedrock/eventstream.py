@@ -43,6 +43,8 @@ class FrameReader:
         import botocore.eventstream
 
         self._eventstream = botocore.eventstream
+        # One buffer for every frame: it holds one whole frame at a time, emptied by next().
+        self._buffer = botocore.eventstream.EventStreamBuffer()
         self._max_bytes = max_bytes
         self._provider = provider
         self._pending: list[bytes] = []
@@ -76,7 +78,7 @@ class FrameReader:
         return total
 
     def _decode(self, frame: bytes) -> Frame:
-        buffer = self._eventstream.EventStreamBuffer()
+        buffer = self._buffer
         buffer.add_data(frame)
         failure: InvalidOutput | None = None
         try:
