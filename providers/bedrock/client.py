@@ -33,11 +33,10 @@ from providers.bedrock.errors import map_bedrock_error
 from providers.bedrock.eventstream import Frame, frames
 from providers.bedrock.signing import AwsSigner, default_region
 from providers.http.base import VendorProvider, VendorSettings, join_url, load_json_async
-from providers.http.body import ACCEPT_ENCODING, BodyTooLarge
+from providers.http.body import ACCEPT_ENCODING
 from providers.http.caller import Secrets, error_body
-from providers.http.client import RawReply, TransportError, shared_client
+from providers.http.client import RawReply
 from providers.http.endpoint import base_url_from_env
-from providers.http.errors import not_found_at
 
 __all__ = ["BedrockConverse"]
 
@@ -214,20 +213,9 @@ class BedrockConverse(VendorProvider):
         failure mapped (a body cut inside a frame: ``StreamInterrupted``)."""
         body = json.dumps(payload).encode()
         headers = trace_headers(self._signed(url, body, _EVENTS))
-        transport = self._transport or shared_client()
-        limit = self.max_response_bytes
-        failure: ProviderError | None = None
-        try:
-            async with transport.stream(url, headers, body, self.timeout, max_bytes=limit) as reply:
-                if not 200 <= reply.status < 300:
-                    raw = await reply.read()
-                    error = self.map_error(reply.status, reply.headers, error_body(raw))
-                    raise not_found_at(error, url)
-                async for frame in frames(reply.chunks(), max_bytes=limit, provider=self.name):
-                    yield frame
-        except BodyTooLarge as exc:
-            raise exc.taxonomy(self.name) from exc
-        except TransportError as exc:
-            failure = self.transport_failure(exc, self.secrets(), streaming=True)
-        if failure is not None:
-            raise failure  # not in the except block, where the library's error is the context
+
+        def read(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[Frame]:
+            return frames(chunks, max_bytes=limit, provider=self.name)
+
+        async for frame in self.post_stream(url, headers, body, read, self.map_error, self.secrets):
+            yield frame

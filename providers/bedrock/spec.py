@@ -12,6 +12,11 @@ from providers.http.spec import VendorSpec, check_url
 
 __all__ = ["BedrockSpec"]
 
+_REFUSED = {
+    "base_url": "bedrock takes region: or endpoint_url:, not base_url:",
+    "api_key": "bedrock signs with AWS credentials (the AWS chain): no api_key:",
+}
+
 
 class BedrockSpec(VendorSpec):
     """``type: bedrock`` with ``model`` (a model id or inference profile), ``region``,
@@ -25,18 +30,11 @@ class BedrockSpec(VendorSpec):
     max_tokens: PositiveInt | None = None
     cache_points: list[Literal["system", "tools", "messages"]] | None = None
 
-    @field_validator("base_url")
+    @field_validator("base_url", "api_key")
     @classmethod
-    def _endpoint(cls, url: str | None, info: ValidationInfo) -> str | None:
-        if url is not None:
-            raise value_problem("bedrock takes region: or endpoint_url:, not base_url:")
-        return None
-
-    @field_validator("api_key")
-    @classmethod
-    def _no_key(cls, key: str | None, info: ValidationInfo) -> str | None:
-        if key is not None:
-            raise value_problem("bedrock signs with AWS credentials (the AWS chain): no api_key:")
+    def _endpoint(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            raise value_problem(_REFUSED[str(info.field_name)])
         return None
 
     @field_validator("endpoint_url")
