@@ -44,11 +44,11 @@ def botocore_module(what: str, provider: str) -> Any:
 
 
 def default_region(profile: str | None) -> str | None:
-    """The region botocore's configuration names (``AWS_REGION``, ``AWS_DEFAULT_REGION``,
-    the profile's ``region``), or None."""
-    import botocore.session
-
-    return botocore.session.Session(profile=profile).get_config_variable("region")  # type: ignore[no-any-return]
+    """The region botocore's configuration names (``AWS_DEFAULT_REGION``, the profile's
+    ``region``), or None."""
+    botocore = botocore_module("BedrockConverse without region=", "bedrock")
+    region = botocore.session.Session(profile=profile).get_config_variable("region")
+    return region if isinstance(region, str) else None
 
 
 def _expiry(credentials: Any) -> float:

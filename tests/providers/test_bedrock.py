@@ -558,3 +558,24 @@ async def test_three_children_100_in_flight_health_shared_through_redis(
         first = {type(r.attempts[0].error) for r in results}
         assert E.Overloaded in first and first <= {E.Overloaded, E.CircuitOpen}
         assert east_sim.count("anthropic") <= 100 and east_sim.count("bedrock") <= 100
+
+
+def test_a_profile_from_the_shared_files_gives_keys_and_region(
+    sim: SimulatedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    config, credentials = tmp_path / "config", tmp_path / "credentials"
+    config.write_text("[profile bench]\nregion = eu-central-1\n")
+    credentials.write_text(
+        f"[bench]\naws_access_key_id = {SIM_AWS_KEY_ID}\naws_secret_access_key = {SIM_AWS_SECRET}\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", sim.bedrock_url)  # the general variable, too
+    provider = BedrockConverse(MODEL, profile="bench")
+    assert provider.region == "eu-central-1" and provider.base_url == sim.bedrock_url
+    assert asyncio.run(provider.complete(Request("hi"))).text == "sim-bedrock: hi"
+    (sent,) = sim.requests("bedrock")
+    assert "/eu-central-1/bedrock/aws4_request" in sent["headers"]["authorization"]
