@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from orchestrator.function import FunctionProvider
     from providers.anthropic import AnthropicMessages
     from providers.azure import AzureOpenAI
+    from providers.bedrock import BedrockConverse
     from providers.cli import ClaudeCode, CLIAgent, Codex, GeminiCLI
     from providers.gemini.client import GeminiGenerate
     from providers.generic_http import HTTPFallback
@@ -26,6 +27,7 @@ _LAZY = {
     "OpenAIChat": "providers.openai",
     "AnthropicMessages": "providers.anthropic",
     "AzureOpenAI": "providers.azure",
+    "BedrockConverse": "providers.bedrock",
     "GeminiGenerate": "providers.gemini.client",
     "HTTPFallback": "providers.generic_http",
     "shared_client": "providers.http.client",
@@ -43,6 +45,7 @@ __all__ = [
     "AnthropicMessages",
     "BenchmarkFault",
     "AzureOpenAI",
+    "BedrockConverse",
     "CLIAgent",
     "ClaudeCode",
     "Codex",

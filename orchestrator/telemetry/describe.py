@@ -10,6 +10,8 @@ never imports a provider package:
 ``model``                   ``gen_ai.request.model``
 ``base_url`` (or ``url``)   ``server.address`` and ``server.port`` (only the
                             host and port are read: never user info or query)
+``cloud_region``            ``cloud.region`` (``us-east-1``): where a cloud
+                            platform's provider runs the model
 ==========================  ==================================================
 """
 
@@ -75,6 +77,9 @@ def provider_attributes(provider: Any) -> dict[str, str | int]:
     model = _text(getattr(provider, "model", None))
     if model:
         attrs[n.REQUEST_MODEL] = model
+    region = _text(getattr(provider, "cloud_region", None))
+    if region:
+        attrs[n.CLOUD_REGION] = region
     url = _text(getattr(provider, "base_url", None)) or _text(getattr(provider, "url", None))
     if url:
         try:

@@ -35,12 +35,10 @@ from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
     ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
-    BodyTooLarge,
     check_max_bytes,
 )
 from providers.http.caller import HTTPCaller, error_body
 from providers.http.catalogue import model_facts
-from providers.http.client import TransportError, shared_client
 from providers.http.cost import cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
 from providers.http.endpoint import base_url_from_env
@@ -301,30 +299,14 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         (``ResponseTooLarge``).
         """
         headers = trace_headers(self.request_headers())
-        transport = self._transport or shared_client()
-        limit = self.max_response_bytes
-        failure: ProviderError | None = None
-        try:
-            async with transport.stream(
-                url, headers, json.dumps(payload).encode(), self.timeout, max_bytes=limit
-            ) as reply:
-                if not 200 <= reply.status < 300:
-                    body = await reply.read()
-                    error = self.map_error(reply.status, reply.headers, error_body(body))
-                    raise not_found_at(error, url)
-                async for event in sse_events(reply.chunks(), max_bytes=limit):
-                    if not event.complete and not whole_event(event.data):
-                        raise StreamInterrupted(
-                            "stream ended inside an event (no blank line after its data)",
-                            provider=self.name,
-                        )
-                    yield event
-        except BodyTooLarge as exc:
-            raise exc.taxonomy(self.name) from exc
-        except TransportError as exc:
-            failure = self.transport_failure(exc, self.secrets(), streaming=True)
-        if failure is not None:
-            raise failure  # not in the except block, where the library's error is the context
+        body = json.dumps(payload).encode()
+        async for event in self.post_stream(url, headers, body, _sse, self.map_error, self.secrets):
+            if not event.complete and not whole_event(event.data):
+                raise StreamInterrupted(
+                    "stream ended inside an event (no blank line after its data)",
+                    provider=self.name,
+                )
+            yield event
 
     async def event_json(self, event: SSEEvent) -> Any:
         """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
@@ -354,6 +336,10 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
     def empty_stream(self, what: str) -> InvalidOutput:
         """The error for a stream that ended well but carried no ``what``."""
         return InvalidOutput(f"stream carried no {what}", provider=self.name)
+
+
+def _sse(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncIterator[SSEEvent]:
+    return sse_events(chunks, max_bytes=max_bytes)
 
 
 #: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.

@@ -8,20 +8,25 @@ no secret in any message), and a non-2xx reply's body read for the error map.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
 
 from orchestrator.errors import ProviderError, UnusableError
 from orchestrator.secrets import Secret
 from orchestrator.telemetry import trace_headers
 from providers.http.body import BodyTooLarge
 from providers.http.client import ClientHolder, RawReply, TransportError, shared_client
-from providers.http.errors import map_transport_error, redacted, short
+from providers.http.errors import map_transport_error, not_found_at, redacted, short
 from providers.http.safe_json import parse_json
 
 __all__ = ["HTTPCaller", "error_body"]
 
 Secrets = Callable[[], tuple[Secret, ...]]
+T = TypeVar("T")
+#: Reads a 2xx reply's body, ``(chunks, max_bytes)``, into what a stream yields.
+Read = Callable[[AsyncIterator[bytes], int], AsyncIterator[T]]
+#: The taxonomy error of a non-2xx reply: ``(status, headers, parsed body)``.
+Refused = Callable[[int, Mapping[str, str], Any], ProviderError]
 
 
 def error_body(body: bytes) -> Any:
@@ -75,3 +80,36 @@ class HTTPCaller(ClientHolder):
         except TransportError as exc:
             failure = self.transport_failure(exc, secrets())
         raise failure  # not in the except block, where the library's error is the context
+
+    async def post_stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        read: Read[T],
+        refused: Refused,
+        secrets: Secrets,
+    ) -> AsyncIterator[T]:
+        """POST ``body`` and yield what ``read`` makes of the 2xx reply's body, as it arrives.
+
+        A non-2xx reply is raised as ``refused`` maps it (a 404 naming the URL); a
+        failure below HTTP as its taxonomy class (``StreamInterrupted`` once the
+        reply started), masking ``secrets()``; the size cap as ``ResponseTooLarge``.
+        ``timeout`` bounds the whole stream (``ProviderTimeout``).
+        """
+        transport = self._transport or shared_client()
+        limit = self.max_response_bytes
+        failure: ProviderError | None = None
+        try:
+            async with transport.stream(url, headers, body, self.timeout, max_bytes=limit) as reply:
+                if not 200 <= reply.status < 300:
+                    raw = await reply.read()
+                    raise not_found_at(refused(reply.status, reply.headers, error_body(raw)), url)
+                async for item in read(reply.chunks(), limit):
+                    yield item
+        except BodyTooLarge as exc:
+            raise exc.taxonomy(self.name) from exc
+        except TransportError as exc:
+            failure = self.transport_failure(exc, secrets(), streaming=True)
+        if failure is not None:
+            raise failure  # not in the except block, where the library's error is the context

@@ -56,9 +56,11 @@ VENDORS = {
     "gemini": "google",
     "google": "google",
     "azure": "azure",
+    "bedrock": "aws",
 }
 
-_DATE = re.compile(r"(?:[-@]20\d{2}-?\d{2}-?\d{2}|-latest)$")
+# A date, or Bedrock's version suffix (``-v1:0``), after a listed name.
+_DATE = re.compile(r"(?:[-@]20\d{2}-?\d{2}-?\d{2}|-latest|-v\d+(?::\d+)?)$")
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, str], CatalogueEntry | None] = {}
 

@@ -22,6 +22,7 @@ from orchestrator.errors import (
     InvalidRequest,
     ModelNotFound,
     Overloaded,
+    ProviderTimeout,
     QuotaExhausted,
     RateLimited,
     ServerError,
@@ -81,6 +82,18 @@ ERROR_CODES: Mapping[str, type[ProviderError]] = MappingProxyType(
         # "User location is not supported", "enable billing": not this request's fault,
         # another region or vendor can serve it.
         "FAILED_PRECONDITION": UnusableError,
+        # Amazon Bedrock's exception types (ThrottlingException is a 429: RateLimited).
+        "ServiceUnavailableException": ServerError,
+        "ModelNotReadyException": ServerError,  # loading: AWS's own SDKs retry it
+        "InternalServerException": ServerError,
+        "ModelErrorException": ServerError,  # the model failed this once (424)
+        "ModelTimeoutException": ProviderTimeout,
+        "ServiceQuotaExceededException": QuotaExhausted,
+        "AccessDeniedException": AuthenticationFailed,  # includes "model not enabled"
+        "UnrecognizedClientException": AuthenticationFailed,
+        "InvalidSignatureException": AuthenticationFailed,
+        "ExpiredTokenException": AuthenticationFailed,
+        "ResourceNotFoundException": ModelNotFound,
     }
 )
 
@@ -88,7 +101,8 @@ ERROR_CODES: Mapping[str, type[ProviderError]] = MappingProxyType(
 CONTEXT_WINDOW = re.compile(
     r"maximum context|context[_ ]length|context window|prompt is too long|exceed context limit"
     r"|input token count.{0,80}exceeds|exceeds the maximum number of tokens|too many tokens"
-    r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)",
+    r"|token limit|reduce the length of (?:the|your) (?:messages|prompt)"
+    r"|input is too long|too many input tokens",
     re.IGNORECASE | re.DOTALL,
 )
 

@@ -35,6 +35,7 @@ async def _serve(sim: SimulatedServer) -> None:
     print(f"  anthropic  {sim.anthropic_url}", flush=True)
     print(f"  gemini     {sim.gemini_url}", flush=True)
     print(f"  http       {sim.http_url}", flush=True)
+    print(f"  bedrock    {sim.bedrock_url}", flush=True)
     print("point unchanged code and chain files here (any key will do):", flush=True)
     for var, value in sim.environment().items():
         print(f"  export {var}={shlex.quote(value)}", flush=True)

@@ -305,6 +305,22 @@ class Fault:
         calls = tuple(ScriptedCall.of(c) for c in tool_calls)
         return Fault("cut_stream", after=after, text=text, how=how, tool_calls=calls)
 
+    @staticmethod
+    def stream_error(
+        error: Fault | None = None, *, after: int = 1, text: str | None = None
+    ) -> Fault:
+        """Stream ``after`` text chunks after HTTP 200, then ``error`` (an error fault,
+        default ``Fault.overloaded()``) as the vendor's in-stream error event: Bedrock an
+        ``exception`` frame (``:exception-type: throttlingException``...), Anthropic an
+        ``error`` event, the others an SSE ``data:`` line of the error body. Not streamed,
+        ``error`` is answered as it would be before a stream."""
+        error = error or Fault.overloaded()
+        if error.kind not in ERROR_KINDS:
+            raise ValueError(f"Fault.stream_error: error={error.kind!r} must be an error fault")
+        if after < 0:
+            raise ValueError(f"Fault.stream_error: after={after!r} must be >= 0")
+        return Fault("stream_error", after=after, text=text, then=error)
+
     # -- hostile replies: too large, compressed bombs, no end ----------------------
 
     @staticmethod

@@ -17,6 +17,7 @@ from typing import Any
 from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange
 from providers.simulated.wires.base import Call, Wire, dumps, token_usage
+from providers.simulated.wires.eventstream import EVENT_STREAM, grown
 
 __all__ = ["HOSTILE_KINDS", "hostile"]
 
@@ -53,13 +54,17 @@ async def _send(ex: Exchange, data: bytes) -> bool:
 
 async def _oversized(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     usage = token_usage(call, "x" * min(fault.size, 64), None)
+    framed = None
     if call.stream:
-        rendered = b"".join(wire.stream(call, [_MARK], usage, terminate=True))
+        events = wire.stream(call, [_MARK], usage, terminate=True)
+        if wire.stream_content_type(call) == EVENT_STREAM:  # lengths and CRCs must match
+            framed = grown(events, _MARK.encode(), fault.size, b"x" * _PIECE)
+        rendered = b"".join(events)
     else:
         rendered = dumps(wire.reply(call, _MARK, usage)).encode()
-    head, tail = rendered.split(_MARK.encode(), 1)
+    head, _, tail = rendered.partition(_MARK.encode())
     headers = {"Content-Type": _content_type(wire, call), "Cache-Control": "no-cache"}
-    pieces = _pieces(head, fault.size, tail)
+    pieces = framed or _pieces(head, fault.size, tail)
     if fault.gzip:
         headers["Content-Encoding"] = "gzip"
         pieces = _gzip(pieces)
@@ -101,7 +106,7 @@ def _gzip(pieces: Iterator[bytes]) -> Iterator[bytes]:
 async def _endless(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     headers = {"Content-Type": _content_type(wire, call), "Cache-Control": "no-cache"}
     if call.stream and fault.keepalive:
-        first, unit = b"", b": keep-alive\n\n"
+        first, unit = b"", wire.keep_alive
     elif call.stream:
         text = "x" * 1000
         events = wire.stream(call, [text, text], token_usage(call, text, None), terminate=False)
@@ -113,6 +118,8 @@ async def _endless(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     ex.start_stream(200, headers)
     if first:
         ex.write_chunk(first)
-    while await _send(ex, unit):
+    while not unit and ex.backlog() is not None:  # no keep-alive in this wire: silence
+        await asyncio.sleep(max(fault.interval, 0.01))
+    while unit and await _send(ex, unit):
         if fault.interval > 0:
             await asyncio.sleep(fault.interval)

@@ -62,7 +62,7 @@ def _head(status: int, headers: dict[str, str], framing: bytes) -> bytes:
 class Exchange:
     """One request and the means to answer it (a complete reply or a stream)."""
 
-    __slots__ = ("_conn", "_keep_alive", "body", "headers", "method", "path", "query")
+    __slots__ = ("_conn", "_keep_alive", "body", "headers", "method", "path", "query", "target")
 
     def __init__(
         self,
@@ -73,8 +73,10 @@ class Exchange:
         headers: dict[str, str],
         body: bytes,
         keep_alive: bool = True,
+        target: str = "",
     ) -> None:
         self._conn = conn
+        self.target = target  # as received, not decoded: what a signature covers
         self._keep_alive = keep_alive
         self.method = method
         self.path = path
@@ -203,7 +205,7 @@ class _Connection(asyncio.Protocol):
         method = self._parser.get_method().decode("latin-1")
         body = b"".join(self._body)
         self._ready.append(
-            Exchange(self, method, path, query, self._headers, body, self._keep_alive)
+            Exchange(self, method, path, query, self._headers, body, self._keep_alive, target)
         )
         self._continue = False
 

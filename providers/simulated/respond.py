@@ -31,7 +31,7 @@ def error_status(kind: str, route: str, code: int | None) -> int:
     if kind == "overloaded":
         return 529 if route == "anthropic" else 503
     if kind == "quota":
-        return {"anthropic": 400, "http": 402}.get(route, 429)
+        return {"anthropic": 400, "http": 402, "bedrock": 400}.get(route, 429)
     if kind in ("context_too_long", "bad_request"):
         return 400
     if code is not None:
@@ -83,6 +83,7 @@ def _error(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> None:
     status = error_status(kind, wire.route, fault.status_code)
     render_kind = _kind_for_status(status) if kind == "status" else kind
     headers = _retry_headers(fault, wire.route) if render_kind == "rate_limited" else {}
+    headers.update(wire.error_headers(render_kind, status))
     body = fault.body
     if body is None:
         payload = dumps(wire.error(render_kind, status, call)).encode()
@@ -151,16 +152,17 @@ def _cut(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any, A
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
         ex.send_partial(200, dict(_JSON_HEADERS), len(full), full[: len(full) // 2])
     if fault.how == "hang":
-        return _keep_alive(ex, fault.interval) if call.stream and fault.interval > 0 else _forever()
+        quiet = not (call.stream and fault.interval > 0 and wire.keep_alive)
+        return _forever() if quiet else _keep_alive(ex, fault.interval, wire.keep_alive)
     ex.abort()
     return None
 
 
-async def _keep_alive(ex: Exchange, interval: float) -> None:
+async def _keep_alive(ex: Exchange, interval: float, keep_alive: bytes) -> None:
     """An SSE comment every ``interval`` seconds, until the client goes away."""
     while ex.backlog() is not None:
         await asyncio.sleep(interval)
-        ex.write_chunk(b": keep-alive\n\n")
+        ex.write_chunk(keep_alive)
 
 
 async def _forever() -> None:
@@ -194,9 +196,9 @@ async def _first_token(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> No
     ex.start_stream(200, _stream_headers(wire, call))
     loop = asyncio.get_running_loop()
     first_at = loop.time() + fault.seconds
-    while fault.interval > 0 and loop.time() + fault.interval < first_at:
+    while fault.interval > 0 and wire.keep_alive and loop.time() + fault.interval < first_at:
         await asyncio.sleep(fault.interval)
-        ex.write_chunk(b": keep-alive\n\n")
+        ex.write_chunk(wire.keep_alive)
     await asyncio.sleep(max(0.0, first_at - loop.time()))
     for i, event in enumerate(events):
         if i and then.interval > 0:
@@ -240,6 +242,8 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         return _forever()
     if kind == "cut_stream":
         return _cut(ex, wire, call, fault)
+    if kind == "stream_error":
+        return _stream_error(ex, wire, call, fault)
     if kind in HOSTILE_KINDS:
         return hostile(ex, wire, call, fault)
     if kind in BENCHMARK_KINDS:
@@ -267,6 +271,24 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         text = reply_text(call, None)
         full = dumps(wire.reply(call, text, token_usage(call, text, None))).encode()
         ex.send(200, dict(_JSON_HEADERS), full[: len(full) // 2])
+    return None
+
+
+def _stream_error(
+    ex: Exchange, wire: Wire, call: Call, fault: Fault
+) -> Coroutine[Any, Any, None] | None:
+    """``fault.after`` chunks, then ``fault.then`` (an error) as the wire's in-stream error
+    event; not streamed, ``fault.then`` as an HTTP error, as before a stream."""
+    assert fault.then is not None
+    error = fault.then
+    if not call.stream:
+        return respond(ex, wire, call, error)
+    status = error_status(error.kind, wire.route, error.status_code)
+    render = _kind_for_status(status) if error.kind == "status" else error.kind
+    text = reply_text(call, fault.text)
+    pieces = split_text(text, fault.after + 1)[: fault.after]
+    events = wire.stream(call, pieces, token_usage(call, text, None), terminate=False)
+    _stream_now(ex, wire, call, [*events, wire.stream_error(render, status, call)])
     return None
 
 

@@ -23,7 +23,7 @@ __all__ = [
     "parse_script",
 ]
 
-ROUTES = ("openai", "responses", "anthropic", "gemini", "http", "azure")
+ROUTES = ("openai", "responses", "anthropic", "gemini", "http", "azure", "bedrock")
 
 
 #: The script-file name of every fault factory: ``{"status": 503}`` calls ``Fault.status(503)``.
@@ -43,6 +43,7 @@ FAULT_FACTORIES: dict[str, Any] = {
         "invalid_json",
         "missing_field",
         "cut_stream",
+        "stream_error",
         "oversized",
         "endless",
     )
@@ -78,7 +79,7 @@ def fault_from_spec(spec: Mapping[str, Any] | str) -> Fault:
         kwargs.update(arg)
     elif arg is not None and arg is not True:
         args.append(arg)
-    for key in ("then", "fault", "otherwise"):
+    for key in ("then", "fault", "otherwise", "error"):
         if key in kwargs and kwargs[key] is not None:
             kwargs[key] = fault_from_spec(kwargs[key])
     if "usage" in kwargs and kwargs["usage"] is not None:

@@ -33,6 +33,12 @@ azure        Azure OpenAI (``sim.azure_url`` is the endpoint): ``POST
              /azure/openai/deployments/{d}/chat/completions?api-version=...``
              and ``/azure/openai/v1/chat/completions``; ``api-key`` or
              ``Authorization: Bearer`` required (401 without, not counted)
+bedrock      Amazon Bedrock (``sim.bedrock_url`` is the endpoint): ``POST
+             /bedrock/model/{id}/converse``, ``/converse-stream`` (AWS
+             event-stream frames), ``/invoke`` and ``/invoke-with-response-stream``
+             (Anthropic Messages inside); SigV4-signed with
+             ``sim.aws_access_key_id``/``sim.aws_secret_access_key`` (403 else,
+             not counted)
 ===========  ================================================================
 
 Each route answers every request with the next fault of its script, and with
@@ -70,30 +76,17 @@ from typing import Any
 from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange, HTTPServer
 from providers.simulated.respond import parse_body, respond, send_json
+from providers.simulated.routes import BY_ROUTE, refused, wire_for
 from providers.simulated.script import ROUTES, check_route, parse_script
-from providers.simulated.wires.anthropic import AnthropicWire
-from providers.simulated.wires.azure import AzureWire
-from providers.simulated.wires.base import Wire
-from providers.simulated.wires.gemini import GeminiWire
-from providers.simulated.wires.http import HTTPWire
-from providers.simulated.wires.openai import OpenAIWire
-from providers.simulated.wires.responses import ResponsesWire
 
-__all__ = ["ROUTES", "SIM_KEY", "Fault", "SimulatedServer"]
+__all__ = ["ROUTES", "SIM_AWS_KEY_ID", "SIM_AWS_SECRET", "SIM_KEY", "Fault", "SimulatedServer"]
 
 #: The placeholder key :meth:`SimulatedServer.environment` gives each vendor: any key will do.
 SIM_KEY = "sim-key"
+#: The AWS credentials the bedrock route checks signatures with, unless given others.
+SIM_AWS_KEY_ID = "AKIASIMULATEDKEY0000"
+SIM_AWS_SECRET = "sim-aws-secret-access-key"
 
-_WIRES: dict[str, Wire] = {
-    "/openai/v1/chat/completions": OpenAIWire(),
-    "/openai/v1/responses": ResponsesWire(),
-    "/anthropic/v1/messages": AnthropicWire(),
-    "/http/complete": HTTPWire(),
-}
-_GEMINI = GeminiWire()
-_AZURE = AzureWire()
-_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE)}
-_GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 FaultLike = Fault | Mapping[str, Any] | str
 
@@ -108,6 +101,8 @@ class SimulatedServer:
     ``port=0`` picks a free port. ``script`` and ``defaults`` preload faults
     (route -> faults, route -> fault). Up to ``max_recorded`` requests per route
     are kept for :meth:`requests` (the oldest are dropped; counts stay exact).
+    The bedrock route checks SigV4 signatures with ``aws_access_key_id`` and
+    ``aws_secret_access_key`` (attributes, settable).
     """
 
     def __init__(
@@ -130,6 +125,8 @@ class SimulatedServer:
         }
         self._seq = 0
         self._in_flight = 0
+        self.aws_access_key_id = SIM_AWS_KEY_ID
+        self.aws_secret_access_key = SIM_AWS_SECRET
         self._server: HTTPServer | None = None
         for route, faults in (script or {}).items():
             self.script(route, faults)
@@ -174,6 +171,11 @@ class SimulatedServer:
         return f"{self.url}/azure"
 
     @property
+    def bedrock_url(self) -> str:
+        """The Bedrock runtime endpoint (``.../bedrock``; ``BedrockConverse(endpoint_url=...)``)."""
+        return f"{self.url}/bedrock"
+
+    @property
     def http_url(self) -> str:
         """The URL of the plain JSON route (``.../http/complete``)."""
         return f"{self.url}/http/complete"
@@ -181,8 +183,9 @@ class SimulatedServer:
     def environment(self) -> dict[str, str]:
         """The variables that send unchanged code here: each vendor provider's base-URL
         variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
-        each vendor (the server checks none), Azure's endpoint and key variables and
-        ``FAILOVER_SIM_URL``, the root.
+        each vendor (the server checks none), Azure's endpoint and key variables, AWS's
+        endpoint, region and the credentials the bedrock route checks signatures with,
+        and ``FAILOVER_SIM_URL``, the root.
         ``failover simulate`` prints them as ``export`` lines."""
         from providers.anthropic import AnthropicMessages
         from providers.gemini import GeminiGenerate
@@ -194,6 +197,12 @@ class SimulatedServer:
             env.update(dict.fromkeys(vendor.base_url_vars, url))
             env[vendor.env_vars[0]] = SIM_KEY
         env.update(AZURE_OPENAI_ENDPOINT=self.azure_url, AZURE_OPENAI_API_KEY=SIM_KEY)
+        env.update(
+            AWS_ENDPOINT_URL_BEDROCK_RUNTIME=self.bedrock_url,
+            AWS_REGION="us-east-1",
+            AWS_ACCESS_KEY_ID=self.aws_access_key_id,
+            AWS_SECRET_ACCESS_KEY=self.aws_secret_access_key,
+        )
         return env
 
     # -- scripting and inspection ---------------------------------------------------
@@ -237,7 +246,7 @@ class SimulatedServer:
     def tools(self, route: str) -> list[list[str]]:
         """The names of the tools each request on ``route`` offered, oldest first
         (``[]`` for a request without tools), whatever the route's wire format."""
-        wire = _BY_ROUTE[check_route(route)]
+        wire = BY_ROUTE[check_route(route)]
         return [wire.tool_names(r["body"] or {}) for r in self.requests(route)]
 
     def pending(self, route: str) -> int:
@@ -269,29 +278,19 @@ class SimulatedServer:
 
     def _handle(self, ex: Exchange) -> Coroutine[Any, Any, None] | None:
         path = ex.path
-        wire = _WIRES.get(path)
+        wire = wire_for(path)
         if wire is None:
-            if (
-                path.startswith("/gemini/")
-                and "/models/" in path
-                and path.endswith(_GEMINI_METHODS)
-            ):
-                wire = _GEMINI
-            elif _AZURE.serves(path):
-                wire = _AZURE
-            elif path.startswith("/_sim/"):
+            if path.startswith("/_sim/"):
                 self._control(ex)
                 return None
-            else:
-                routes = ", ".join(ROUTES)
-                send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
-                return None
+            routes = ", ".join(ROUTES)
+            send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
+            return None
         if ex.method != "POST":
             send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
             return None
-        refused = _AZURE.refusal(path, ex.query, ex.headers) if wire is _AZURE else None
-        if refused is not None:
-            send_json(ex, *refused)
+        aws_key = (self.aws_access_key_id, self.aws_secret_access_key)
+        if refused(ex, wire, aws_key=aws_key):
             return None
         body = parse_body(ex.body)
         fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))

@@ -14,6 +14,7 @@ from orchestrator.testing import FakeClock
 from providers import (
     AnthropicMessages,
     AzureOpenAI,
+    BedrockConverse,
     ClaudeCode,
     CLIAgent,
     Codex,
@@ -34,6 +35,7 @@ BUILD: dict[str, Any] = {
     "AnthropicMessages": lambda **kw: AnthropicMessages("m", **kw),
     "GeminiGenerate": lambda **kw: GeminiGenerate("m", **kw),
     "AzureOpenAI": lambda **kw: AzureOpenAI(deployment="d", resource="r", **kw),
+    "BedrockConverse": lambda **kw: BedrockConverse("m", region="us-east-1", **kw),
     "HTTPFallback": lambda **kw: HTTPFallback("http://127.0.0.1:9/x", **kw),
     "CLIAgent": lambda **kw: CLIAgent(["mytool"], **kw),
     "ClaudeCode": lambda **kw: ClaudeCode(**kw),

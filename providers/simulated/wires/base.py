@@ -114,6 +114,8 @@ class Wire:
     route = ""
     #: The model a request that names none is answered as.
     default_model = "sim"
+    #: What a quiet stream sends to keep its connection alive (nothing when empty).
+    keep_alive = b": keep-alive\n\n"
 
     def json_call(self, body: Mapping[str, Any], seq: int, prompt: str, **extra: Any) -> Call:
         """The call a JSON body makes: its ``model`` (else :attr:`default_model`), streamed
@@ -147,6 +149,15 @@ class Wire:
     def error(self, kind: str, status: int, call: Call) -> dict[str, Any]:
         """The vendor's error body for a fault ``kind`` answered with ``status``."""
         raise NotImplementedError
+
+    def error_headers(self, kind: str, status: int) -> dict[str, str]:
+        """Headers the vendor's error reply carries besides the rate-limit ones (none)."""
+        return {}
+
+    def stream_error(self, kind: str, status: int, call: Call) -> bytes:
+        """The error event a stream carries after HTTP 200 (``Fault.stream_error``): an
+        SSE ``data:`` line of the vendor's error body, where a wire says nothing else."""
+        return b"data: " + dumps(self.error(kind, status, call)).encode() + b"\n\n"
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
         """A 200 reply refused by the safety system."""

@@ -14,9 +14,7 @@ import pytest
 
 from orchestrator.config import ConfigError, load_config, registry
 
-BUILT_IN = (
-    "openai, anthropic, gemini, azure_openai, http, claude_code, codex, gemini_cli, cli, function"
-)
+BUILT_IN = "openai, anthropic, gemini, azure_openai, bedrock, http, claude_code, codex, gemini_cli, cli, function"
 
 # A provider package written against orchestrator's public API only.
 MYCORP = """

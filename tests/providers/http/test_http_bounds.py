@@ -21,7 +21,7 @@ from providers.simulated import Fault, SimulatedServer
 from .test_http_matrix import call, make
 
 MiB = 1024 * 1024
-VENDORS = ("openai", "anthropic", "gemini")
+VENDORS = ("openai", "anthropic", "gemini", "bedrock")
 ROUTES = (*VENDORS, "http")
 ALL = [(r, m) for r in ROUTES for m in ("complete", "stream")]
 IDS = [f"{r}-{m}" for r, m in ALL]

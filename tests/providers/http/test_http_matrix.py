@@ -19,12 +19,13 @@ from orchestrator import errors as E
 from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.azure import AzureOpenAI
+from providers.bedrock import BedrockConverse
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
 
-VENDORS = ("openai", "anthropic", "gemini", "azure")
+VENDORS = ("openai", "anthropic", "gemini", "azure", "bedrock")
 TIMEOUT = 0.3
 CLIENTS = ("shared", "httpx")
 
@@ -59,7 +60,25 @@ def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any
             api_key="azure-test-0123456789",
             **kw,
         )
+    if route == "bedrock":
+        return bedrock(sim.bedrock_url, **kw)
     return HTTPFallback(sim.http_url, **kw)
+
+
+def bedrock(endpoint_url: str, **kw: Any) -> BedrockConverse:
+    """A Bedrock provider signing with the simulator's AWS credentials."""
+    import botocore.credentials
+
+    from providers.simulated.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
+
+    key = botocore.credentials.Credentials(SIM_AWS_KEY_ID, SIM_AWS_SECRET)
+    return BedrockConverse(
+        "us.anthropic.claude-sim-v1:0",
+        region="us-east-1",
+        endpoint_url=endpoint_url,
+        credentials=key,
+        **kw,
+    )
 
 
 async def call(provider: Any, mode: str, request: Request) -> tuple[list[str], Response]:
@@ -87,7 +106,8 @@ CASES: list[tuple[str, Callable[[], Fault], Callable[[str], type[E.ProviderError
     ("500", lambda: Fault.server_error(), by_route(default=E.ServerError)),
     ("502", lambda: Fault.server_error(502), by_route(default=E.ServerError)),
     ("504", lambda: Fault.server_error(504), by_route(default=E.ServerError)),
-    ("408", lambda: Fault.status(408), by_route(default=E.ServerError)),
+    # Bedrock's 408 is ModelTimeoutException: the model timed out, a timeout.
+    ("408", lambda: Fault.status(408), by_route(bedrock=E.ProviderTimeout, default=E.ServerError)),
     ("429", lambda: Fault.rate_limited(2), by_route(default=E.RateLimited)),
     ("overloaded", Fault.overloaded, by_route(anthropic=E.Overloaded, default=E.ServerError)),
     ("401", lambda: Fault.auth(401), by_route(default=E.AuthenticationFailed)),
@@ -181,6 +201,8 @@ async def test_connection_refused_is_connection_failed(client: Any, route: str, 
         provider = HTTPFallback(base + "/x", client=client)
     elif route == "azure":
         provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", client=client)
+    elif route == "bedrock":
+        provider = bedrock(base, client=client)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
         provider = cls[route]("m", base_url=base, api_key="k", client=client)

@@ -1,0 +1,70 @@
+"""Which wire answers a path on the simulated server, and what a route refuses unseen.
+
+One :class:`~providers.simulated.wires.base.Wire` per wire format; :func:`wire_for`
+picks it by path, :data:`BY_ROUTE` by route name, and :func:`refused` answers a
+request the platform would turn away before it counts (Azure without a key or
+``api-version``, Bedrock without a valid SigV4 signature).
+"""
+
+from __future__ import annotations
+
+from providers.simulated.http11 import Exchange
+from providers.simulated.respond import send_json
+from providers.simulated.sigv4 import refuse_unsigned
+from providers.simulated.wires.anthropic import AnthropicWire
+from providers.simulated.wires.azure import AzureWire
+from providers.simulated.wires.base import Wire
+from providers.simulated.wires.bedrock import BedrockWire, model_and_operation
+from providers.simulated.wires.bedrock_invoke import BedrockInvokeWire
+from providers.simulated.wires.gemini import GeminiWire
+from providers.simulated.wires.http import HTTPWire
+from providers.simulated.wires.openai import OpenAIWire
+from providers.simulated.wires.responses import ResponsesWire
+
+__all__ = ["BY_ROUTE", "refused", "wire_for"]
+
+_WIRES: dict[str, Wire] = {
+    "/openai/v1/chat/completions": OpenAIWire(),
+    "/openai/v1/responses": ResponsesWire(),
+    "/anthropic/v1/messages": AnthropicWire(),
+    "/http/complete": HTTPWire(),
+}
+_GEMINI = GeminiWire()
+_AZURE = AzureWire()
+_BEDROCK = BedrockWire()
+_BEDROCK_INVOKE = BedrockInvokeWire()
+_BEDROCK_OPS: dict[str, Wire] = {
+    "converse": _BEDROCK,
+    "converse-stream": _BEDROCK,
+    "invoke": _BEDROCK_INVOKE,
+    "invoke-with-response-stream": _BEDROCK_INVOKE,
+}
+#: The wire of each route (Bedrock's: Converse, for reading what a request offered).
+BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE, _BEDROCK)}
+_GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
+
+
+def wire_for(path: str) -> Wire | None:
+    """The wire that serves ``path`` (decoded), or None."""
+    wire = _WIRES.get(path)
+    if wire is not None:
+        return wire
+    if path.startswith("/gemini/") and "/models/" in path and path.endswith(_GEMINI_METHODS):
+        return _GEMINI
+    if _AZURE.serves(path):
+        return _AZURE
+    found = model_and_operation(path)
+    return _BEDROCK_OPS.get(found[1]) if found else None
+
+
+def refused(ex: Exchange, wire: Wire, *, aws_key: tuple[str, str]) -> bool:
+    """Answer what the platform answers a request it turns away unseen (True when so):
+    ``aws_key`` is the (access key id, secret) Bedrock signatures are checked with."""
+    if wire is _AZURE:
+        refusal = _AZURE.refusal(ex.path, ex.query, ex.headers)
+        if refusal is not None:
+            send_json(ex, *refusal)
+        return refusal is not None
+    if wire.route == "bedrock":
+        return refuse_unsigned(ex, access_key=aws_key[0], secret_key=aws_key[1])
+    return False
