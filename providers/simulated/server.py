@@ -33,6 +33,11 @@ azure        Azure OpenAI (``sim.azure_url`` is the endpoint): ``POST
              /azure/openai/deployments/{d}/chat/completions?api-version=...``
              and ``/azure/openai/v1/chat/completions``; ``api-key`` or
              ``Authorization: Bearer`` required (401 without, not counted)
+vertex_*     Vertex AI (``sim.vertex_url``, the API root): ``POST /vertex/v1/
+             projects/P/locations/L/publishers/anthropic/models/M:rawPredict``
+             (``vertex_anthropic``) and ``.../publishers/google/models/M:
+             generateContent`` (``vertex_gemini``); ``Authorization: Bearer``
+             with ``vertex_token`` required (401 otherwise, not counted)
 ===========  ================================================================
 
 Each route answers every request with the next fault of its script, and with
@@ -71,29 +76,12 @@ from providers.simulated.faults import Fault
 from providers.simulated.http11 import Exchange, HTTPServer
 from providers.simulated.respond import parse_body, respond, send_json
 from providers.simulated.script import ROUTES, check_route, parse_script
-from providers.simulated.wires.anthropic import AnthropicWire
-from providers.simulated.wires.azure import AzureWire
-from providers.simulated.wires.base import Wire
-from providers.simulated.wires.gemini import GeminiWire
-from providers.simulated.wires.http import HTTPWire
-from providers.simulated.wires.openai import OpenAIWire
-from providers.simulated.wires.responses import ResponsesWire
+from providers.simulated.wires.routes import BY_ROUTE, wire_for
 
 __all__ = ["ROUTES", "SIM_KEY", "Fault", "SimulatedServer"]
 
 #: The placeholder key :meth:`SimulatedServer.environment` gives each vendor: any key will do.
 SIM_KEY = "sim-key"
-
-_WIRES: dict[str, Wire] = {
-    "/openai/v1/chat/completions": OpenAIWire(),
-    "/openai/v1/responses": ResponsesWire(),
-    "/anthropic/v1/messages": AnthropicWire(),
-    "/http/complete": HTTPWire(),
-}
-_GEMINI = GeminiWire()
-_AZURE = AzureWire()
-_BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE)}
-_GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 FaultLike = Fault | Mapping[str, Any] | str
 
@@ -108,6 +96,7 @@ class SimulatedServer:
     ``port=0`` picks a free port. ``script`` and ``defaults`` preload faults
     (route -> faults, route -> fault). Up to ``max_recorded`` requests per route
     are kept for :meth:`requests` (the oldest are dropped; counts stay exact).
+    ``vertex_token`` is the bearer token the Vertex routes require.
     """
 
     def __init__(
@@ -118,8 +107,10 @@ class SimulatedServer:
         script: Mapping[str, Iterable[FaultLike]] | None = None,
         defaults: Mapping[str, FaultLike] | None = None,
         max_recorded: int = 10_000,
+        vertex_token: str = SIM_KEY,
     ) -> None:
         self._host = host
+        self.vertex_token = vertex_token
         self._port = port
         self._lock = threading.Lock()
         self._scripts: dict[str, deque[Fault]] = {r: deque() for r in ROUTES}
@@ -174,6 +165,11 @@ class SimulatedServer:
         return f"{self.url}/azure"
 
     @property
+    def vertex_url(self) -> str:
+        """The Vertex AI API root (``.../vertex/v1``; ``base_url=`` of the Vertex providers)."""
+        return f"{self.url}/vertex/v1"
+
+    @property
     def http_url(self) -> str:
         """The URL of the plain JSON route (``.../http/complete``)."""
         return f"{self.url}/http/complete"
@@ -181,8 +177,8 @@ class SimulatedServer:
     def environment(self) -> dict[str, str]:
         """The variables that send unchanged code here: each vendor provider's base-URL
         variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
-        each vendor (the server checks none), Azure's endpoint and key variables and
-        ``FAILOVER_SIM_URL``, the root.
+        each vendor (the server checks none), Azure's endpoint and key variables, Vertex
+        AI's root, project, location and token (``vertex_token``) and ``FAILOVER_SIM_URL``.
         ``failover simulate`` prints them as ``export`` lines."""
         from providers.anthropic import AnthropicMessages
         from providers.gemini import GeminiGenerate
@@ -194,6 +190,9 @@ class SimulatedServer:
             env.update(dict.fromkeys(vendor.base_url_vars, url))
             env[vendor.env_vars[0]] = SIM_KEY
         env.update(AZURE_OPENAI_ENDPOINT=self.azure_url, AZURE_OPENAI_API_KEY=SIM_KEY)
+        env.update(dict.fromkeys(("VERTEX_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"), self.vertex_url))
+        env.update(GOOGLE_CLOUD_PROJECT="sim-project", GOOGLE_CLOUD_LOCATION="us-east5")
+        env["GOOGLE_OAUTH_ACCESS_TOKEN"] = self.vertex_token
         return env
 
     # -- scripting and inspection ---------------------------------------------------
@@ -237,7 +236,7 @@ class SimulatedServer:
     def tools(self, route: str) -> list[list[str]]:
         """The names of the tools each request on ``route`` offered, oldest first
         (``[]`` for a request without tools), whatever the route's wire format."""
-        wire = _BY_ROUTE[check_route(route)]
+        wire = BY_ROUTE[check_route(route)]
         return [wire.tool_names(r["body"] or {}) for r in self.requests(route)]
 
     def pending(self, route: str) -> int:
@@ -269,27 +268,18 @@ class SimulatedServer:
 
     def _handle(self, ex: Exchange) -> Coroutine[Any, Any, None] | None:
         path = ex.path
-        wire = _WIRES.get(path)
+        wire = wire_for(path)
+        if wire is None and path.startswith("/_sim/"):
+            self._control(ex)
+            return None
         if wire is None:
-            if (
-                path.startswith("/gemini/")
-                and "/models/" in path
-                and path.endswith(_GEMINI_METHODS)
-            ):
-                wire = _GEMINI
-            elif _AZURE.serves(path):
-                wire = _AZURE
-            elif path.startswith("/_sim/"):
-                self._control(ex)
-                return None
-            else:
-                routes = ", ".join(ROUTES)
-                send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
-                return None
+            routes = ", ".join(ROUTES)
+            send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
+            return None
         if ex.method != "POST":
             send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
             return None
-        refused = _AZURE.refusal(path, ex.query, ex.headers) if wire is _AZURE else None
+        refused = wire.refusal(path, ex.query, ex.headers, self.vertex_token)
         if refused is not None:
             send_json(ex, *refused)
             return None

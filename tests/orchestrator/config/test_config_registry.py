@@ -15,7 +15,8 @@ import pytest
 from orchestrator.config import ConfigError, load_config, registry
 
 BUILT_IN = (
-    "openai, anthropic, gemini, azure_openai, http, claude_code, codex, gemini_cli, cli, function"
+    "openai, anthropic, gemini, azure_openai, vertex_anthropic, vertex_gemini, http, claude_code, codex, "
+    "gemini_cli, cli, function"
 )
 
 # A provider package written against orchestrator's public API only.

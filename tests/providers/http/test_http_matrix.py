@@ -23,8 +23,10 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
+from providers.vertex import VertexAnthropic, VertexGemini
 
-VENDORS = ("openai", "anthropic", "gemini", "azure")
+VENDORS = ("openai", "anthropic", "gemini", "azure", "vertex_anthropic", "vertex_gemini")
+VERTEX = {"vertex_anthropic": VertexAnthropic, "vertex_gemini": VertexGemini}
 TIMEOUT = 0.3
 CLIENTS = ("shared", "httpx")
 
@@ -59,6 +61,9 @@ def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any
             api_key="azure-test-0123456789",
             **kw,
         )
+    if route in VERTEX:
+        where = {"project": "sim-project", "location": "us-east5", "base_url": sim.vertex_url}
+        return VERTEX[route]("sim-model", access_token=sim.vertex_token, **where, **kw)
     return HTTPFallback(sim.http_url, **kw)
 
 
@@ -89,7 +94,11 @@ CASES: list[tuple[str, Callable[[], Fault], Callable[[str], type[E.ProviderError
     ("504", lambda: Fault.server_error(504), by_route(default=E.ServerError)),
     ("408", lambda: Fault.status(408), by_route(default=E.ServerError)),
     ("429", lambda: Fault.rate_limited(2), by_route(default=E.RateLimited)),
-    ("overloaded", Fault.overloaded, by_route(anthropic=E.Overloaded, default=E.ServerError)),
+    (
+        "overloaded",
+        Fault.overloaded,
+        by_route(anthropic=E.Overloaded, vertex_anthropic=E.Overloaded, default=E.ServerError),
+    ),
     ("401", lambda: Fault.auth(401), by_route(default=E.AuthenticationFailed)),
     ("403", lambda: Fault.auth(403), by_route(default=E.AuthenticationFailed)),
     ("quota", Fault.quota, by_route(default=E.QuotaExhausted)),
@@ -181,6 +190,9 @@ async def test_connection_refused_is_connection_failed(client: Any, route: str, 
         provider = HTTPFallback(base + "/x", client=client)
     elif route == "azure":
         provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", client=client)
+    elif route in VERTEX:
+        where = {"project": "p", "location": "us-east5", "access_token": "t"}
+        provider = VERTEX[route]("m", base_url=base + "/v1", client=client, **where)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
         provider = cls[route]("m", base_url=base, api_key="k", client=client)
