@@ -191,10 +191,12 @@ class AzureOpenAI(OpenAIChat):
 
 
 class AzureOpenAISpec(OpenAISpec):
-    """``type: azure_openai`` in a chain file: an :class:`AzureOpenAI`."""
+    """``type: azure_openai`` in a chain file: an :class:`AzureOpenAI` (``regions:`` lists
+    resources, one per region: Azure names a deployment's place by its resource)."""
 
     order = 35  # after the direct vendors, before the generic types
     key_env = AzureOpenAI.env_vars[0]
+    region_field = "resource"
     type: Literal["azure_openai"]  # type: ignore[assignment]
     model: Name | None = None  # type: ignore[assignment]
     deployment: Name
