@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Unpack
 
-from orchestrator.config.spec import BuildContext, Name, given
+from orchestrator.config.spec import BuildContext, given
 from orchestrator.secrets import Secret
 from orchestrator.types import Request
 from providers.anthropic import AnthropicMessages, AnthropicSpec
 from providers.http.base import VendorSettings, join_url
 from providers.http.prefill import prefill_default
-from providers.vertex.platform import VertexPlatform, token_or_key
+from providers.vertex.platform import VertexPlatform, VertexSpec, token_or_key
 
 __all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexAnthropic", "VertexAnthropicSpec"]
 
@@ -86,26 +86,17 @@ class VertexAnthropic(VertexPlatform, AnthropicMessages):
 # -- the chain file's ``type: vertex_anthropic`` ---------------------------------------
 
 
-class VertexAnthropicSpec(AnthropicSpec):
-    """``type: vertex_anthropic`` in a chain file: a :class:`VertexAnthropic`
-    (``regions:`` expands into one per ``location``)."""
+class VertexAnthropicSpec(VertexSpec, AnthropicSpec):
+    """``type: vertex_anthropic`` in a chain file: a :class:`VertexAnthropic`."""
 
     order = 36  # after Azure, before the generic types
-    key_env = VertexAnthropic.env_vars[0]
-    region_field = "location"
     type: Literal["vertex_anthropic"]  # type: ignore[assignment]
-    project: Name | None = None
-    location: Name | None = None
 
     def build(self, ctx: BuildContext) -> VertexAnthropic:
         return VertexAnthropic(
             self.model,
             name=ctx.name,
             **self.vendor_kwargs(),
-            **given(
-                project=self.project,
-                location=self.location,
-                max_tokens=self.max_tokens,
-                anthropic_version=self.anthropic_version,
-            ),
+            **self.where_kwargs(),
+            **given(max_tokens=self.max_tokens, anthropic_version=self.anthropic_version),
         )

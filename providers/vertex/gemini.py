@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Unpack
 
-from orchestrator.config.spec import BuildContext, Name, given
+from orchestrator.config.spec import BuildContext
 from orchestrator.secrets import Secret
 from providers.gemini.client import GeminiGenerate, GeminiSpec
 from providers.http.base import VendorSettings, join_url
-from providers.vertex.platform import VertexPlatform, token_or_key
+from providers.vertex.platform import VertexPlatform, VertexSpec, token_or_key
 
 __all__ = ["VertexGemini", "VertexGeminiSpec"]
 
@@ -59,21 +59,13 @@ class VertexGemini(VertexPlatform, GeminiGenerate):
 # -- the chain file's ``type: vertex_gemini`` ------------------------------------------
 
 
-class VertexGeminiSpec(GeminiSpec):
-    """``type: vertex_gemini`` in a chain file: a :class:`VertexGemini`
-    (``regions:`` expands into one per ``location``)."""
+class VertexGeminiSpec(VertexSpec, GeminiSpec):
+    """``type: vertex_gemini`` in a chain file: a :class:`VertexGemini`."""
 
     order = 37
-    key_env = VertexGemini.env_vars[0]
-    region_field = "location"
     type: Literal["vertex_gemini"]  # type: ignore[assignment]
-    project: Name | None = None
-    location: Name | None = None
 
     def build(self, ctx: BuildContext) -> VertexGemini:
         return VertexGemini(
-            self.model,
-            name=ctx.name,
-            **self.vendor_kwargs(),
-            **given(project=self.project, location=self.location),
+            self.model, name=ctx.name, **self.vendor_kwargs(), **self.where_kwargs()
         )

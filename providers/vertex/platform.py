@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from orchestrator.config.spec import Name, ProviderSpec, given
 from orchestrator.errors import ProviderError
 from orchestrator.secrets import Secret
 from providers.http.base import VendorProvider, VendorSettings
@@ -15,7 +16,7 @@ from providers.http.errors import map_vertex_error
 from providers.http.sse import SSEEvent
 from providers.vertex.auth import TOKEN_ENV, GoogleToken, model_path, vertex_base_url
 
-__all__ = ["VertexPlatform", "Where", "token_or_key"]
+__all__ = ["VertexPlatform", "VertexSpec", "Where", "token_or_key"]
 
 
 def token_or_key(access_token: str | Secret | None, settings: VendorSettings) -> Any:
@@ -123,3 +124,19 @@ class VertexPlatform(VendorProvider):
         await self._google.ready()
         async for event in super().post_events(url, payload):
             yield event
+
+
+class VertexSpec(ProviderSpec):
+    """The chain-file keys both Vertex types add to their vendor's: ``project`` and
+    ``location`` (``regions:`` expands into one provider per location); the token is
+    ``api_key: ${VAR}``, else ``GOOGLE_OAUTH_ACCESS_TOKEN`` or application default
+    credentials."""
+
+    key_env = TOKEN_ENV
+    region_field = "location"
+    project: Name | None = None
+    location: Name | None = None
+
+    def where_kwargs(self) -> dict[str, Any]:
+        """``project`` and ``location`` as the file set them."""
+        return given(project=self.project, location=self.location)

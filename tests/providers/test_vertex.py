@@ -18,6 +18,7 @@ import pytest
 from orchestrator import FallbackAgent
 from orchestrator import errors as E
 from orchestrator.config import load_config
+from orchestrator.testing import capture_events
 from orchestrator.types import Request
 from providers import Fault, SimulatedServer, VertexAnthropic, VertexGemini
 from providers.http.errors import map_vertex_error
@@ -39,17 +40,21 @@ def gemini(sim: SimulatedServer, **kw: Any) -> VertexGemini:
     return VertexGemini("gemini-2.5-flash", project=PROJECT, base_url=sim.vertex_url, **kw)
 
 
+async def whole_and_streamed(sim: SimulatedServer, provider: Any, route: str) -> list[Any]:
+    """One call and one stream through ``provider``, both answered; the two requests sent."""
+    assert (await provider.complete(Request("hi"))).text.startswith(f"sim-{route}:")
+    chunks = [c async for c in provider.stream(Request("hello"))]
+    assert chunks[-1].text.startswith(f"sim-{route}:")
+    return sim.requests(route)
+
+
 # -- URLs, bodies, headers and names -------------------------------------------------------
 
 
 async def test_claude_posts_raw_predict_with_the_vertex_version_and_no_model(
     sim: SimulatedServer,
 ) -> None:
-    provider = claude(sim)
-    assert (await provider.complete(Request("hi"))).text.startswith("sim-vertex_anthropic:")
-    chunks = [c async for c in provider.stream(Request("hello"))]
-    assert chunks[-1].text.startswith("sim-vertex_anthropic:")  # type: ignore[union-attr]
-    whole, streamed = sim.requests("vertex_anthropic")
+    whole, streamed = await whole_and_streamed(sim, claude(sim), "vertex_anthropic")
     model = f"{ROOT}/us-east5/publishers/anthropic/models/claude-sonnet-4-6"
     assert (whole["path"], streamed["path"]) == (f"{model}:rawPredict", f"{model}:streamRawPredict")
     for sent in (whole, streamed):
@@ -61,11 +66,7 @@ async def test_claude_posts_raw_predict_with_the_vertex_version_and_no_model(
 
 
 async def test_gemini_posts_generate_content_and_streams_sse(sim: SimulatedServer) -> None:
-    provider = gemini(sim)
-    assert (await provider.complete(Request("hi"))).text.startswith("sim-vertex_gemini:")
-    chunks = [c async for c in provider.stream(Request("hello"))]
-    assert chunks[-1].text.startswith("sim-vertex_gemini:")  # type: ignore[union-attr]
-    whole, streamed = sim.requests("vertex_gemini")
+    whole, streamed = await whole_and_streamed(sim, gemini(sim), "vertex_gemini")
     model = f"{ROOT}/europe-west1/publishers/google/models/gemini-2.5-flash"
     assert whole["path"] == f"{model}:generateContent"
     assert (streamed["path"], streamed["query"]) == (
@@ -203,6 +204,17 @@ async def test_a_wrong_token_is_401_and_the_token_never_shows(
     assert all(token not in text for text in shown)
 
 
+async def test_no_token_in_the_events_of_a_failed_run(sim: SimulatedServer) -> None:
+    body = {"error": {"code": 403, "message": f"bad {sim.vertex_token}", "status": "X"}}
+    sim.script("vertex_anthropic", [Fault.status(403, body=body), Fault.status(503)])
+    with capture_events() as events, pytest.raises(E.FallbackError) as info:
+        await FallbackAgent([claude(sim), claude(sim, location="asia-east1")], max_retries=0).run(
+            "hi"
+        )
+    assert events and sim.vertex_token not in repr(events) + repr(info.value)
+    assert sim.vertex_token not in str(info.value)
+
+
 async def test_an_echoed_token_is_masked_in_the_error(sim: SimulatedServer) -> None:
     body = {"error": {"code": 403, "message": f"token {sim.vertex_token} denied", "status": "X"}}
     sim.script("vertex_gemini", [Fault.status(403, body=body)])
@@ -287,61 +299,38 @@ def test_import_providers_and_failover_help_never_import_google_auth() -> None:
 # -- errors ---------------------------------------------------------------------------------
 
 
-def google(code: int, status: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "status": status}}
+GOOGLE_ERRORS = [
+    (429, "RESOURCE_EXHAUSTED", "Quota exceeded for ... per base model", E.RateLimited),
+    (403, "PERMISSION_DENIED", "Permission denied on resource", E.AuthenticationFailed),
+    (404, "NOT_FOUND", "Publisher Model `projects/p/...` not found.", E.ModelNotFound),
+    (400, "FAILED_PRECONDITION", "Model claude-x is not available in location x", E.ModelNotFound),
+    (400, "INVALID_ARGUMENT", "Gemini 9 is not supported in region europe-north9", E.ModelNotFound),
+    (400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unknown name", E.InvalidRequest),
+]
+
+
+@pytest.mark.parametrize("publisher", ["anthropic", "google"])
+@pytest.mark.parametrize(("status", "grpc", "message", "expected"), GOOGLE_ERRORS)
+def test_googles_errors_mean_the_same_for_both_publishers(
+    publisher: str, status: int, grpc: str, message: str, expected: type[E.ProviderError]
+) -> None:
+    body = {"error": {"code": status, "message": message, "status": grpc}}
+    error = map_vertex_error(status, {}, body, publisher=publisher, provider="v")
+    assert type(error) is expected
 
 
 @pytest.mark.parametrize(
-    ("status", "body", "publisher", "expected"),
+    ("status", "etype", "message", "expected"),
     [
-        (
-            429,
-            google(429, "RESOURCE_EXHAUSTED", "Quota exceeded for ..."),
-            "anthropic",
-            E.RateLimited,
-        ),
-        (429, google(429, "RESOURCE_EXHAUSTED", "Resource exhausted."), "google", E.RateLimited),
-        (
-            403,
-            google(403, "PERMISSION_DENIED", "Permission denied"),
-            "anthropic",
-            E.AuthenticationFailed,
-        ),
-        (404, google(404, "NOT_FOUND", "Publisher Model not found."), "anthropic", E.ModelNotFound),
-        (
-            400,
-            google(400, "FAILED_PRECONDITION", "Model claude-x is not available in location x"),
-            "anthropic",
-            E.ModelNotFound,
-        ),
-        (
-            400,
-            google(400, "INVALID_ARGUMENT", "Gemini 9 is not supported in region europe-north9"),
-            "google",
-            E.ModelNotFound,
-        ),
-        (400, google(400, "INVALID_ARGUMENT", "Unknown name x"), "google", E.InvalidRequest),
-        (
-            529,
-            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-            "anthropic",
-            E.Overloaded,
-        ),
-        (
-            400,
-            {
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": "prompt is too long"},
-            },
-            "anthropic",
-            E.ContextWindowExceeded,
-        ),
+        (529, "overloaded_error", "Overloaded", E.Overloaded),
+        (400, "invalid_request_error", "prompt is too long", E.ContextWindowExceeded),
     ],
 )
-def test_vertex_errors_in_the_taxonomy(
-    status: int, body: Any, publisher: str, expected: type[E.ProviderError]
+def test_claudes_own_errors_pass_through_as_anthropics(
+    status: int, etype: str, message: str, expected: type[E.ProviderError]
 ) -> None:
-    error = map_vertex_error(status, {}, body, publisher=publisher, provider="v")
+    body = {"type": "error", "error": {"type": etype, "message": message}}
+    error = map_vertex_error(status, {}, body, publisher="anthropic", provider="v")
     assert type(error) is expected
 
 

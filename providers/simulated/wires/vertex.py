@@ -59,22 +59,22 @@ def _match(path: str) -> re.Match[str] | None:
     return found
 
 
-def _refusal(headers: Mapping[str, str], token: str) -> tuple[int, dict[str, Any]] | None:
-    if headers.get("authorization") == f"Bearer {token}":
-        return None
-    error = {"code": 401, "message": _UNAUTHENTICATED, "status": "UNAUTHENTICATED"}
-    return 401, {"error": error}
-
-
-class VertexGeminiWire(GeminiWire):
-    """Gemini on Vertex AI (``.../publishers/google/models/M:generateContent``)."""
-
-    route = "vertex_gemini"
+class _GoogleAuth(Wire):
+    """Vertex's gate: ``Authorization: Bearer`` with the server's token, else Google's 401."""
 
     def refusal(
         self, path: str, query: Mapping[str, str], headers: Mapping[str, str], token: str
     ) -> tuple[int, dict[str, Any]] | None:
-        return _refusal(headers, token)
+        if headers.get("authorization") == f"Bearer {token}":
+            return None
+        error = {"code": 401, "message": _UNAUTHENTICATED, "status": "UNAUTHENTICATED"}
+        return 401, {"error": error}
+
+
+class VertexGeminiWire(_GoogleAuth, GeminiWire):
+    """Gemini on Vertex AI (``.../publishers/google/models/M:generateContent``)."""
+
+    route = "vertex_gemini"
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         call = super().parse(body, path, query, seq)
@@ -97,15 +97,10 @@ class VertexGeminiWire(GeminiWire):
 _GOOGLE = VertexGeminiWire()
 
 
-class VertexAnthropicWire(AnthropicWire):
+class VertexAnthropicWire(_GoogleAuth, AnthropicWire):
     """Claude on Vertex AI (``.../publishers/anthropic/models/M:rawPredict``)."""
 
     route = "vertex_anthropic"
-
-    def refusal(
-        self, path: str, query: Mapping[str, str], headers: Mapping[str, str], token: str
-    ) -> tuple[int, dict[str, Any]] | None:
-        return _refusal(headers, token)
 
     def parse(self, body: Mapping[str, Any], path: str, query: Mapping[str, str], seq: int) -> Call:
         call = super().parse(body, path, query, seq)

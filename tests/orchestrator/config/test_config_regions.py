@@ -3,28 +3,25 @@ bad lists are located errors."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import ClassVar, Literal
 
 import pytest
 
-from orchestrator.config import ConfigError, load_config
+from orchestrator.config import load_config
 from orchestrator.config.regions import region_field
 from orchestrator.config.spec import Name, ProviderSpec
 from providers.simulated import Fault, SimulatedServer
+from tests.orchestrator.config.test_config_errors import error_of as config_error
+from tests.orchestrator.config.test_config_errors import write as write_file
 
 
 def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "chain.yaml"
-    path.write_text(textwrap.dedent(text).lstrip())
-    return path
+    return write_file(tmp_path, "chain.yaml", text)
 
 
 def error_of(path: Path) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config(path, environ={"GOOGLE_OAUTH_ACCESS_TOKEN": "t"})
-    return str(info.value)
+    return str(config_error(path, {"GOOGLE_OAUTH_ACCESS_TOKEN": "t"}))
 
 
 CLAUDE = """

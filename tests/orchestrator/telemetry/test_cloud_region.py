@@ -30,6 +30,7 @@ async def test_cloud_region_on_the_attempt_spans_of_regional_providers(otel: Ote
     assert spans[vertex.name]["gen_ai.provider.name"] == "gcp.vertex_ai"
     assert spans[azure.name]["cloud.region"] == "swedencentral"
     assert "cloud.region" not in spans[plain.name]
+    assert sim.vertex_token not in repr([dict(s.attributes or {}) for s in otel.spans()])
 
 
 def test_azure_knows_its_region_from_a_resource_named_after_it() -> None:
