@@ -20,7 +20,7 @@ from orchestrator import errors as E
 from orchestrator.config import load_config
 from orchestrator.testing import capture_events
 from orchestrator.types import Request
-from providers import Fault, SimulatedServer, VertexAnthropic, VertexGemini
+from providers import BenchmarkFault, Fault, SimulatedServer, VertexAnthropic, VertexGemini
 from providers.http.errors import map_vertex_error
 from providers.vertex.auth import SCOPE, GoogleToken
 
@@ -340,6 +340,63 @@ async def test_a_model_missing_in_one_location_falls_over_at_once(sim: Simulated
     result = await FallbackAgent([first, second], max_retries=3).run("hi")
     assert result.handled_by == second.name and sim.count("vertex_anthropic") == 2
     assert isinstance(result.attempts[0].error, E.ModelNotFound)
+
+
+# -- the simulator's other faults, in each Vertex route's shape ----------------------------
+
+
+@pytest.mark.parametrize("make", [claude, gemini], ids=["vertex_anthropic", "vertex_gemini"])
+@pytest.mark.parametrize("mode", ["complete", "stream"])
+@pytest.mark.parametrize(
+    ("fault", "kw", "expected"),
+    [
+        (lambda: Fault.oversized(200_000), {"max_response_bytes": 100_000}, E.ResponseTooLarge),
+        (
+            lambda: Fault.oversized(200_000, gzip=True),
+            {"max_response_bytes": 100_000},
+            E.ResponseTooLarge,
+        ),
+        (lambda: Fault.endless(0.01), {"timeout": 0.3}, E.ProviderTimeout),
+        (BenchmarkFault.reset, {}, E.ConnectionFailed),
+        (lambda: Fault.cut_stream(how="abort"), {}, E.ConnectionFailed),
+    ],
+    ids=["oversized", "gzip_bomb", "endless", "reset", "cut"],
+)
+async def test_hostile_faults_are_classified(
+    sim: SimulatedServer, make: Any, mode: str, fault: Any, kw: dict[str, Any], expected: Any
+) -> None:
+    provider = make(sim, **kw)
+    route = "vertex_anthropic" if make is claude else "vertex_gemini"
+    sim.script(route, [fault()])
+    with pytest.raises(E.ProviderError) as info:
+        if mode == "complete":
+            await provider.complete(Request("hi"))
+        else:
+            async for _ in provider.stream(Request("hi")):
+                pass
+    wanted = (
+        E.StreamInterrupted if mode == "stream" and expected is E.ConnectionFailed else expected
+    )
+    if "reset" in repr(fault) or fault is BenchmarkFault.reset:
+        wanted = E.ConnectionFailed  # before any header: nothing had started
+    assert type(info.value) is wanted, repr(info.value)
+    assert sim.count(route) == 1
+
+
+@pytest.mark.parametrize("make", [claude, gemini], ids=["vertex_anthropic", "vertex_gemini"])
+async def test_unterminated_and_stalled_streams(sim: SimulatedServer, make: Any) -> None:
+    route = "vertex_anthropic" if make is claude else "vertex_gemini"
+    sim.script(route, [BenchmarkFault.unterminated(text="whole answer"), Fault.stall(after=1)])
+    if make is claude:  # all but message_stop, after the stop reason: a success
+        chunks = [c async for c in make(sim).stream(Request("hi"))]
+        assert chunks[-1].text == "whole answer"
+    else:  # Gemini's last chunk is its finishReason, as for GeminiGenerate: cut
+        with pytest.raises(E.StreamInterrupted):
+            async for _ in make(sim).stream(Request("hi")):
+                pass
+    with pytest.raises(E.ProviderTimeout):
+        async for _ in make(sim, timeout=0.3).stream(Request("hi")):
+            pass
 
 
 # -- chain files ----------------------------------------------------------------------------
