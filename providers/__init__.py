@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from providers.http.client import close_shared_client, shared_client
     from providers.openai import OpenAIChat
     from providers.simulated import BenchmarkFault, Fault, SimulatedServer
+    from providers.vertex import VertexAnthropic, VertexGemini
 
 _LAZY = {
     "FunctionProvider": "orchestrator.function",
@@ -29,6 +30,8 @@ _LAZY = {
     "AzureOpenAI": "providers.azure",
     "BedrockConverse": "providers.bedrock",
     "GeminiGenerate": "providers.gemini.client",
+    "VertexAnthropic": "providers.vertex.anthropic",
+    "VertexGemini": "providers.vertex.gemini",
     "HTTPFallback": "providers.generic_http",
     "shared_client": "providers.http.client",
     "close_shared_client": "providers.http.client",
@@ -56,6 +59,8 @@ __all__ = [
     "HTTPFallback",
     "OpenAIChat",
     "SimulatedServer",
+    "VertexAnthropic",
+    "VertexGemini",
     "close_shared_client",
     "shared_client",
 ]

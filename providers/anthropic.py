@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal, Unpack
+from typing import Any, ClassVar, Literal, Unpack
 
 from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext, PositiveInt, given
@@ -66,8 +66,8 @@ class AnthropicMessages(VendorProvider):
     """
 
     family = "anthropic"
-    env_vars = ("ANTHROPIC_API_KEY",)
-    base_url_vars = ("ANTHROPIC_BASE_URL",)
+    env_vars: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)
+    base_url_vars: ClassVar[tuple[str, ...]] = ("ANTHROPIC_BASE_URL",)
     default_base_url = "https://api.anthropic.com"
 
     def __init__(
@@ -84,7 +84,7 @@ class AnthropicMessages(VendorProvider):
             raise ValueError(f"AnthropicMessages.max_tokens={max_tokens!r} must be a positive int")
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
-        self._url = join_url(self.base_url, "/v1/messages")
+        self._url = self._stream_url = join_url(self.base_url, "/v1/messages")
 
     def auth_headers(self, key: Secret) -> dict[str, str]:
         return {"x-api-key": key.reveal(), "anthropic-version": self.anthropic_version}
@@ -180,7 +180,7 @@ class AnthropicMessages(VendorProvider):
         state = _StreamState(answer, prefill)
         done, kind = False, None
         try:
-            async for event in self.post_events(self._url, payload):
+            async for event in self.post_events(self._stream_url, payload):
                 data = await self.event_json(event)
                 kind = data.get("type", event.event) if isinstance(data, Mapping) else None
                 if kind == "message_stop" or done:

@@ -37,6 +37,14 @@ _RESOURCE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}", re.IGNORECASE)
 _DEPLOYMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _AZURE_HOSTS = ("openai.azure.com", "cognitiveservices.azure.com", "services.ai.azure.com")
 _API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}(?:-preview)?|v1|preview|latest")
+#: Azure regions with Azure OpenAI: a resource named ``*-{region}`` is taken to be there.
+_REGION_NAMES = (
+    "eastus eastus2 westus westus3 northcentralus southcentralus canadaeast brazilsouth "
+    "swedencentral norwayeast francecentral germanywestcentral switzerlandnorth uksouth "
+    "westeurope polandcentral italynorth spaincentral australiaeast japaneast koreacentral "
+    "southindia southeastasia uaenorth southafricanorth"
+)
+_REGIONS = frozenset(_REGION_NAMES.split())
 
 
 def _endpoint(resource: str | None, endpoint: str | None) -> str:
@@ -84,6 +92,16 @@ def _resource_of(netloc: str) -> str:
     return first if rest in _AZURE_HOSTS else netloc
 
 
+def _region(region: str | None, resource: str | None) -> str | None:
+    """``region``, else the region a resource's name ends in (``contoso-eastus2``), else None."""
+    if region is not None:
+        if not isinstance(region, str) or not _RESOURCE.fullmatch(region):
+            raise ValueError(f"AzureOpenAI.region={region!r} must be an Azure region name")
+        return region
+    last = (resource or "").rsplit("-", 1)[-1].lower()
+    return last if last in _REGIONS else None
+
+
 def default_credential() -> Any:
     """azure-identity's ``DefaultAzureCredential`` (environment, workload identity,
     managed identity, Azure CLI...); ``NotInstalled`` naming the extra without it."""
@@ -111,7 +129,9 @@ class AzureOpenAI(OpenAIChat):
     credential (``"default"`` builds ``DefaultAzureCredential``) for Entra ID
     bearer tokens, fetched on a worker thread and refreshed five minutes before
     they expire. ``model=`` names the underlying model for prices and the
-    context window when the deployment's name is not one.
+    context window when the deployment's name is not one. ``region=`` (else the
+    region a ``resource`` name ends in, as ``contoso-eastus2``) is ``cloud.region`` on
+    its spans.
     """
 
     family = "azure"
@@ -127,9 +147,11 @@ class AzureOpenAI(OpenAIChat):
         credential: Any = None,
         model: str | None = None,
         max_tokens_param: str = "max_tokens",
+        region: str | None = None,
         **settings: Unpack[VendorSettings],
     ) -> None:
         base = _base_url(_endpoint(resource, endpoint), deployment, api_version)
+        self.region = _region(region, resource)
         if credential is not None and settings.get("api_key") is not None:
             raise ValueError("AzureOpenAI: give api_key= or credential=, not both")
         where = resource or _resource_of(urlsplit(base).netloc)
@@ -191,10 +213,12 @@ class AzureOpenAI(OpenAIChat):
 
 
 class AzureOpenAISpec(OpenAISpec):
-    """``type: azure_openai`` in a chain file: an :class:`AzureOpenAI`."""
+    """``type: azure_openai`` in a chain file: an :class:`AzureOpenAI` (``regions:`` lists
+    resources, one per region: Azure names a deployment's place by its resource)."""
 
     order = 35  # after the direct vendors, before the generic types
     key_env = AzureOpenAI.env_vars[0]
+    region_field = "resource"
     type: Literal["azure_openai"]  # type: ignore[assignment]
     model: Name | None = None  # type: ignore[assignment]
     deployment: Name
@@ -202,6 +226,7 @@ class AzureOpenAISpec(OpenAISpec):
     endpoint: str | None = None
     api_version: Name | None = None
     credential: Literal["default"] | None = None
+    region: Name | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -227,5 +252,6 @@ class AzureOpenAISpec(OpenAISpec):
                 credential=self.credential,
                 model=self.model,
                 max_tokens_param=self.max_tokens_param,
+                region=self.region,
             ),
         )

@@ -38,9 +38,10 @@ class _Context:
 
     src: Source
     name: str
+    entry: Path  # the entry it was declared by (one entry declares each region's)
 
     def hook(self, field: str, value: str) -> Callable[..., Any]:
-        return _callable(self.src, ("providers", self.name, field), value)
+        return _callable(self.src, (*self.entry, field), value)
 
 
 def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, Any]:
@@ -53,12 +54,13 @@ def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, A
     out: dict[str, Any] = {}
     problems: list[Problem] = []
     for name, pspec in spec.providers.items():
+        where = spec.origins.get(name, ("providers", name))  # a region's: its list item
         try:
-            out[name] = pspec.build(_Context(src, name))
+            out[name] = pspec.build(_Context(src, name, where[:2]))
         except ConfigError as exc:
             problems.extend(exc.problems)
         except (ValueError, TypeError) as exc:
-            problems.append(constructor_problem(src, ("providers", name), exc, env))
+            problems.append(constructor_problem(src, where, exc, env))
     if problems:
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
@@ -74,7 +76,7 @@ def build_agents(
 ) -> dict[str, FallbackAgent]:
     """Every agent as a ``FallbackAgent``; nested agents first, cycles refused."""
     for name in spec.agents:
-        if name in spec.providers:
+        if name in spec.providers or name in spec.groups:
             raise src.error(
                 ("agents", name),
                 f"the name {name!r} is also a provider's; give agents and providers distinct names",
@@ -147,16 +149,21 @@ def _agent(
     policies: dict[str, RetryPolicy] = {}
     for i, child in enumerate(aspec.providers):
         cpath: Path = (*where, "providers", i)
-        node = _child(src, spec, cpath, child, built, visit, visiting)
-        children.append(node)
-        pspec = spec.providers.get(child.target) if child.ref is not None else None
-        own = {**(pspec.policy_overrides() if pspec is not None else {})}
-        own.update(child.policy_overrides())
-        if own:
-            try:
-                policies[node.name] = RetryPolicy(**{**defaults, **own})
-            except (ValueError, TypeError) as exc:
-                raise ConfigError([constructor_problem(src, cpath, exc, env)]) from None
+        # An entry with regions: is its providers, in order.
+        group = spec.groups.get(child.target, ()) if child.ref is not None else ()
+        for target in group or (child.target,):
+            node = (
+                built[target] if group else _child(src, spec, cpath, child, built, visit, visiting)
+            )
+            children.append(node)
+            pspec = spec.providers.get(target) if child.ref is not None else None
+            own = {**(pspec.policy_overrides() if pspec is not None else {})}
+            own.update(child.policy_overrides())
+            if own:
+                try:
+                    policies[node.name] = RetryPolicy(**{**defaults, **own})
+                except (ValueError, TypeError) as exc:
+                    raise ConfigError([constructor_problem(src, cpath, exc, env)]) from None
     hooks: dict[str, Any] = {
         h: _callable(src, (*where, h), getattr(aspec, h))
         for h in _HOOKS

@@ -7,12 +7,13 @@ entry is validated by its type's own spec (see ``registry`` and ``spec``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from orchestrator.config.health import HealthSetting
+from orchestrator.config.problems import Path
 from orchestrator.config.spec import (
     Flag,
     ImportPath,
@@ -128,9 +129,16 @@ class FileSpec(Spec):
 
 @dataclass(frozen=True)
 class ChainSpec:
-    """A validated chain file: each provider entry validated by its type's spec."""
+    """A validated chain file: each provider entry validated by its type's spec.
+
+    An entry with ``regions:`` is one provider per region (``name@region``):
+    ``groups`` maps the entry's name to theirs, in order, and ``origins`` each of
+    them to its item in the list (where its errors are located).
+    """
 
     providers: dict[str, ProviderSpec]
     agents: dict[str, AgentSpec]
     workflows: dict[str, WorkflowSpec]
     gateway: GatewaySpec | None = None
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    origins: dict[str, Path] = field(default_factory=dict)

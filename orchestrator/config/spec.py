@@ -174,6 +174,9 @@ class ProviderSpec(PolicySpec):
     order: ClassVar[int] = 1000
     #: The environment variable suggested when the file writes ``api_key`` literally.
     key_env: ClassVar[str | None] = None
+    #: The field ``regions: [...]`` sets, one provider per value (None: the spec's
+    #: ``region`` or ``location`` field, if it has one; else the type takes no ``regions``).
+    region_field: ClassVar[str | None] = None
 
     type: str
 

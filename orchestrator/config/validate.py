@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.config import registry
 from orchestrator.config.problems import ConfigError, Path, Problem
+from orchestrator.config.regions import at_region, expand, region_field
 from orchestrator.config.schema import ChainSpec, FileSpec
 from orchestrator.config.scrub import EnvValues
 from orchestrator.config.source import Source
@@ -42,46 +43,66 @@ def validate(src: Source, env: EnvValues) -> ChainSpec:
         file = None
         problems += _problems(src, env, exc, FileSpec, data, ())
     providers: dict[str, ProviderSpec] = {}
+    groups: dict[str, tuple[str, ...]] = {}
+    origins: dict[str, Path] = {}
     raw = data.get("providers")
-    for name, entry in raw.items() if isinstance(raw, Mapping) else ():
+    raw = raw if isinstance(raw, Mapping) else {}
+    for name, entry in raw.items():
         if isinstance(name, str) and name and isinstance(entry, Mapping):
-            spec = _provider(src, env, name, entry, problems)
-            if spec is not None:
-                providers[name] = spec
+            specs = _provider(src, env, name, entry, problems, set(raw), origins)
+            providers.update(specs)
+            if "regions" in entry:
+                groups[name] = tuple(specs)
     if problems or file is None:
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
-    return ChainSpec(providers, file.agents, file.workflows, file.gateway)
+    return ChainSpec(providers, file.agents, file.workflows, file.gateway, groups, origins)
 
 
 def _provider(
-    src: Source, env: EnvValues, name: str, entry: Mapping[str, Any], out: list[Problem]
-) -> ProviderSpec | None:
-    """Provider ``name``'s entry validated by its type's spec (problems go to ``out``)."""
+    src: Source,
+    env: EnvValues,
+    name: str,
+    entry: Mapping[str, Any],
+    out: list[Problem],
+    taken: set[str],
+    origins: dict[str, Path],
+) -> dict[str, ProviderSpec]:
+    """Provider ``name``'s entry validated by its type's spec: one spec, or one per region
+    (``regions:``; each one's list item goes to ``origins``); problems go to ``out``."""
     where: Path = ("providers", name, "type")
     kind = entry.get("type")
     if "type" not in entry:
         out.append(src.problem(where, f"is required but missing; give one of {registry.listing()}"))
-        return None
+        return {}
     if not isinstance(kind, str) or kind not in registry.names():
         shown = env.show(where, kind)
         out.append(src.problem(where, f"{shown} is not one of {registry.listing()}"))
-        return None
+        return {}
     try:
         spec = registry.load(kind)
     except ImportError as exc:
         message = f"type {kind!r} needs a module that cannot be imported here: {exc}"
         out.append(src.problem(where, message))
-        return None
+        return {}
     except Exception as exc:
         out.append(src.problem(where, f"type {kind!r} cannot be loaded: {exc}"))
-        return None
+        return {}
     assert spec is not None  # kind is a registered name
-    try:
-        return spec.model_validate(entry)
-    except ValidationError as exc:
-        out += _problems(src, env, exc, spec, entry, where[:2])
-        return None
+    specs: dict[str, ProviderSpec] = {}
+    for child, data, index in expand(src, env, name, entry, spec, out):
+        at: Path = where[:2] if index is None else (*where[:2], "regions", index)
+        if index is not None and child in taken:
+            shown = env.show(at, data.get(region_field(spec) or ""))
+            out.append(src.problem(at, f"{shown} names {child}, another provider's name too"))
+            continue
+        try:
+            specs[child] = spec.model_validate(data)
+        except ValidationError as exc:
+            found = _problems(src, env, exc, spec, data, where[:2])
+            out += [p for p in at_region(src, found, region_field(spec), at) if p not in out]
+        origins[child] = at
+    return specs
 
 
 def _problems(

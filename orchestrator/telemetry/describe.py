@@ -10,8 +10,8 @@ never imports a provider package:
 ``model``                   ``gen_ai.request.model``
 ``base_url`` (or ``url``)   ``server.address`` and ``server.port`` (only the
                             host and port are read: never user info or query)
-``cloud_region``            ``cloud.region`` (``us-east-1``): where a cloud
-                            platform's provider runs the model
+``region``                  ``cloud.region`` (a cloud platform's region or
+                            location: Vertex AI, Azure OpenAI, Bedrock)
 ==========================  ==================================================
 """
 
@@ -77,9 +77,9 @@ def provider_attributes(provider: Any) -> dict[str, str | int]:
     model = _text(getattr(provider, "model", None))
     if model:
         attrs[n.REQUEST_MODEL] = model
-    region = _text(getattr(provider, "cloud_region", None))
+    region = _text(getattr(provider, "region", None))
     if region:
-        attrs[n.CLOUD_REGION] = region
+        attrs[n.CLOUD_REGION] = reply_name(region)  # bounded and printable, as a name
     url = _text(getattr(provider, "base_url", None)) or _text(getattr(provider, "url", None))
     if url:
         try:

@@ -30,6 +30,7 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+#: The region or location a provider runs in (OpenTelemetry's cloud resource attribute).
 CLOUD_REGION = "cloud.region"
 ERROR_TYPE = "error.type"
 

@@ -123,11 +123,6 @@ class BedrockConverse(VendorProvider):
     def gen_ai_provider_name(self) -> str:
         return "aws.bedrock"
 
-    @property
-    def cloud_region(self) -> str:
-        """``cloud.region`` on this provider's spans."""
-        return self.region
-
     def secrets(self) -> tuple[Secret, ...]:
         return super().secrets() + self._signer.secrets()
 

@@ -11,7 +11,7 @@ message is sent as a ``model`` turn to continue from. Tools and tool history:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Literal, Unpack
+from typing import Any, ClassVar, Literal, Unpack
 
 from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext
@@ -91,8 +91,8 @@ class GeminiGenerate(VendorProvider):
 
     family = "gemini"
     window_counts_output = False  # Gemini's window is of input tokens; output has its own limit
-    env_vars = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-    base_url_vars = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
+    env_vars: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    base_url_vars: ClassVar[tuple[str, ...]] = ("GOOGLE_GEMINI_BASE_URL", "GEMINI_BASE_URL")
     default_base_url = "https://generativelanguage.googleapis.com"
 
     def __init__(

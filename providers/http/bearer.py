@@ -15,9 +15,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from orchestrator.errors import AuthenticationFailed
+from orchestrator.errors import AuthenticationFailed, ProviderError
 from orchestrator.secrets import Secret
-from providers.http.redact import redacted
+from providers.http.redact import Redacted
 
 __all__ = ["BearerToken", "Fetch"]
 
@@ -31,7 +31,9 @@ class BearerToken:
 
     Use :meth:`get` before each request and :meth:`current` while building its
     headers. A failed or malformed fetch is ``AuthenticationFailed`` (the provider
-    is unusable: fall over at once) naming ``what`` and the exception's type only.
+    is unusable: fall over at once) naming ``what`` and the exception's type only (its
+    ``__cause__`` too: never the library's words). A taxonomy error the fetch raises
+    itself (``NotInstalled`` naming an extra) is raised as it is.
     """
 
     def __init__(
@@ -79,12 +81,15 @@ class BearerToken:
             failure: AuthenticationFailed | None = None
             try:
                 value, expires_at = self._fetch()
+            except ProviderError:
+                raise  # the fetch's own taxonomy error (NotInstalled naming an extra): as is
             except Exception as exc:  # the credential library's own errors, whatever they are
                 failure = AuthenticationFailed(
                     f"{self._what}: {type(exc).__name__} while fetching a token",
                     provider=self._provider,
                 )
-                failure.__cause__ = redacted(exc)
+                # The type alone: a credential library's words may quote a key or a token.
+                failure.__cause__ = Redacted(type(exc).__name__)
             if failure is not None:
                 raise failure  # outside the except block: no library error as context
             return self._keep(value, expires_at)

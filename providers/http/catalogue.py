@@ -8,8 +8,9 @@ reach the network (upgrade the package to refresh the prices).
 
 Matching is strict, so an unknown model gets no cost rather than a wrong one:
 
-- the vendor is the provider's (``openai``, ``anthropic``, ``google``, ``azure``):
-  never a fuzzy guess across vendors; a platform's entry (Azure) is followed by
+- the vendor is the provider's (``openai``, ``anthropic``, ``google``, ``azure``;
+  Vertex AI is ``google``):
+  never a fuzzy guess across vendors; a platform's entry (Azure, Google's) is followed by
   the vendors the catalogue itself says it serves (its ``fallback_model_providers``);
 - automatically only on the vendor's own API (the catalogue's URL pattern for
   it); a custom ``base_url`` serving "gpt-4o" (a proxy, a gateway, a local
@@ -57,6 +58,7 @@ VENDORS = {
     "google": "google",
     "azure": "azure",
     "bedrock": "aws",
+    "vertex": "google",  # Vertex AI: Google's entry, which also lists Anthropic's models
 }
 
 # A date, or Bedrock's version suffix (``-v1:0``), after a listed name.

@@ -58,6 +58,7 @@ __all__ = [
     "map_openai_error",
     "map_status",
     "map_transport_error",
+    "map_vertex_error",
     "not_found_at",
     "parse_retry_after",
     "Redacted",
@@ -273,6 +274,39 @@ def map_gemini_error(
     if decided is not None:
         return _decided(decided, message, provider=provider, status=status)
     return map_status(status, headers, message, provider=provider)
+
+
+#: Vertex AI's "this model is not offered here" (a 400 or 403 in some locations): another
+#: location or platform can serve the request, so it is the model missing, not the request.
+_NOT_IN_LOCATION = re.compile(
+    r"not (?:available|supported|servable|enabled|found)\b.{0,120}\b(?:region|location)"
+    r"|(?:region|location)\b.{0,120}\bnot (?:available|supported|servable|enabled)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def map_vertex_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    publisher: str,
+    provider: str,
+    key: Secrets = None,
+) -> ProviderError:
+    """A Vertex AI error: Google's own (``{"error": {code, message, status}}``: quota,
+    permission, a model missing in the location) read as Gemini's, an Anthropic model's
+    own (``{"type": "error", ...}``, passed through by ``rawPredict``) as Anthropic's.
+
+    A model not offered in this location (404, or a 400/403 saying so) is
+    ``ModelNotFound``: unusable here, so the chain falls over at once.
+    """
+    raw, grpc_status, _ = error_fields(body)
+    if status in (400, 403) and _NOT_IN_LOCATION.search(raw[:2000]):
+        return ModelNotFound(short(raw, key) or "model not found", provider=provider, status=status)
+    if publisher == "anthropic" and not grpc_status.isupper():
+        return map_anthropic_error(status, headers, body, provider=provider, key=key)
+    return map_gemini_error(status, headers, body, provider=provider, key=key)
 
 
 def map_transport_error(

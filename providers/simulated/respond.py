@@ -29,7 +29,7 @@ _JSON_HEADERS = {"Content-Type": _JSON}
 def error_status(kind: str, route: str, code: int | None) -> int:
     """The HTTP status a fault ``kind`` gets on ``route``."""
     if kind == "overloaded":
-        return 529 if route == "anthropic" else 503
+        return 529 if route in ("anthropic", "vertex_anthropic") else 503
     if kind == "quota":
         return {"anthropic": 400, "http": 402, "bedrock": 400}.get(route, 429)
     if kind in ("context_too_long", "bad_request"):
@@ -72,7 +72,7 @@ def _retry_headers(fault: Fault, route: str) -> dict[str, str]:
         headers["x-ratelimit-limit-requests"] = "3"
         headers["x-ratelimit-remaining-requests"] = "0"
         headers["x-ratelimit-reset-requests"] = f"{fault.retry_after or 1}s"
-    elif route == "anthropic":
+    elif route == "anthropic":  # Vertex answers its 429s itself: no Anthropic headers
         headers["anthropic-ratelimit-requests-limit"] = "3"
         headers["anthropic-ratelimit-requests-remaining"] = "0"
     return headers
@@ -231,7 +231,7 @@ def respond(ex: Exchange, wire: Wire, call: Call, fault: Fault) -> Coroutine[Any
         assert fault.then is not None
         if not _ends_with_assistant(call.body):
             return respond(ex, wire, call, fault.then)
-        render = "no_prefill" if wire.route == "anthropic" else "bad_request"
+        render = "no_prefill" if wire.route in ("anthropic", "vertex_anthropic") else "bad_request"
         send_json(ex, 400, wire.error(render, 400, call))
         return None
     if kind == "delay":

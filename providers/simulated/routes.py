@@ -3,7 +3,8 @@
 One :class:`~providers.simulated.wires.base.Wire` per wire format; :func:`wire_for`
 picks it by path, :data:`BY_ROUTE` by route name, and :func:`refused` answers a
 request the platform would turn away before it counts (Azure without a key or
-``api-version``, Bedrock without a valid SigV4 signature).
+``api-version``, Vertex AI without its bearer token, Bedrock without a valid SigV4
+signature).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from providers.simulated.wires.gemini import GeminiWire
 from providers.simulated.wires.http import HTTPWire
 from providers.simulated.wires.openai import OpenAIWire
 from providers.simulated.wires.responses import ResponsesWire
+from providers.simulated.wires.vertex import VERTEX_WIRES, vertex_wire
 
 __all__ = ["BY_ROUTE", "refused", "wire_for"]
 
@@ -40,7 +42,9 @@ _BEDROCK_OPS: dict[str, Wire] = {
     "invoke-with-response-stream": _BEDROCK_INVOKE,
 }
 #: The wire of each route (Bedrock's: Converse, for reading what a request offered).
-BY_ROUTE: dict[str, Wire] = {w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE, _BEDROCK)}
+BY_ROUTE: dict[str, Wire] = {
+    w.route: w for w in (*_WIRES.values(), _GEMINI, _AZURE, _BEDROCK, *VERTEX_WIRES)
+}
 _GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
 
 
@@ -54,17 +58,16 @@ def wire_for(path: str) -> Wire | None:
     if _AZURE.serves(path):
         return _AZURE
     found = model_and_operation(path)
-    return _BEDROCK_OPS.get(found[1]) if found else None
+    return _BEDROCK_OPS.get(found[1]) if found else vertex_wire(path)
 
 
-def refused(ex: Exchange, wire: Wire, *, aws_key: tuple[str, str]) -> bool:
+def refused(ex: Exchange, wire: Wire, *, aws_key: tuple[str, str], token: str) -> bool:
     """Answer what the platform answers a request it turns away unseen (True when so):
-    ``aws_key`` is the (access key id, secret) Bedrock signatures are checked with."""
-    if wire is _AZURE:
-        refusal = _AZURE.refusal(ex.path, ex.query, ex.headers)
-        if refusal is not None:
-            send_json(ex, *refusal)
-        return refusal is not None
+    ``aws_key`` is the (access key id, secret) Bedrock signatures are checked with,
+    ``token`` the bearer token Vertex AI's routes require."""
     if wire.route == "bedrock":
         return refuse_unsigned(ex, access_key=aws_key[0], secret_key=aws_key[1])
-    return False
+    refusal = wire.refusal(ex.path, ex.query, ex.headers, token)
+    if refusal is not None:
+        send_json(ex, *refusal)
+    return refusal is not None

@@ -23,7 +23,17 @@ __all__ = [
     "parse_script",
 ]
 
-ROUTES = ("openai", "responses", "anthropic", "gemini", "http", "azure", "bedrock")
+ROUTES = (
+    "openai",
+    "responses",
+    "anthropic",
+    "gemini",
+    "http",
+    "azure",
+    "bedrock",
+    "vertex_anthropic",
+    "vertex_gemini",
+)
 
 
 #: The script-file name of every fault factory: ``{"status": 503}`` calls ``Fault.status(503)``.

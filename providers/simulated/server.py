@@ -39,6 +39,11 @@ bedrock      Amazon Bedrock (``sim.bedrock_url`` is the endpoint): ``POST
              (Anthropic Messages inside); SigV4-signed with
              ``sim.aws_access_key_id``/``sim.aws_secret_access_key`` (403 else,
              not counted)
+vertex_*     Vertex AI (``sim.vertex_url``, the API root): ``POST /vertex/v1/
+             projects/P/locations/L/publishers/anthropic/models/M:rawPredict``
+             (``vertex_anthropic``) and ``.../publishers/google/models/M:
+             generateContent`` (``vertex_gemini``); ``Authorization: Bearer``
+             with ``vertex_token`` required (401 otherwise, not counted)
 ===========  ================================================================
 
 Each route answers every request with the next fault of its script, and with
@@ -102,7 +107,7 @@ class SimulatedServer:
     (route -> faults, route -> fault). Up to ``max_recorded`` requests per route
     are kept for :meth:`requests` (the oldest are dropped; counts stay exact).
     The bedrock route checks SigV4 signatures with ``aws_access_key_id`` and
-    ``aws_secret_access_key`` (attributes, settable).
+    ``aws_secret_access_key`` (settable); the Vertex routes require ``vertex_token``.
     """
 
     def __init__(
@@ -113,9 +118,9 @@ class SimulatedServer:
         script: Mapping[str, Iterable[FaultLike]] | None = None,
         defaults: Mapping[str, FaultLike] | None = None,
         max_recorded: int = 10_000,
+        vertex_token: str = SIM_KEY,
     ) -> None:
-        self._host = host
-        self._port = port
+        self._host, self._port, self.vertex_token = host, port, vertex_token
         self._lock = threading.Lock()
         self._scripts: dict[str, deque[Fault]] = {r: deque() for r in ROUTES}
         self._defaults: dict[str, Fault] = dict.fromkeys(ROUTES, Fault.ok())
@@ -123,10 +128,8 @@ class SimulatedServer:
         self._records: dict[str, deque[tuple[Any, ...]]] = {
             r: deque(maxlen=max_recorded) for r in ROUTES
         }
-        self._seq = 0
-        self._in_flight = 0
-        self.aws_access_key_id = SIM_AWS_KEY_ID
-        self.aws_secret_access_key = SIM_AWS_SECRET
+        self._seq = self._in_flight = 0
+        self.aws_access_key_id, self.aws_secret_access_key = SIM_AWS_KEY_ID, SIM_AWS_SECRET
         self._server: HTTPServer | None = None
         for route, faults in (script or {}).items():
             self.script(route, faults)
@@ -176,6 +179,11 @@ class SimulatedServer:
         return f"{self.url}/bedrock"
 
     @property
+    def vertex_url(self) -> str:
+        """The Vertex AI API root (``.../vertex/v1``; ``base_url=`` of the Vertex providers)."""
+        return f"{self.url}/vertex/v1"
+
+    @property
     def http_url(self) -> str:
         """The URL of the plain JSON route (``.../http/complete``)."""
         return f"{self.url}/http/complete"
@@ -185,7 +193,8 @@ class SimulatedServer:
         variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
         each vendor (the server checks none), Azure's endpoint and key variables, AWS's
         endpoint, region and the credentials the bedrock route checks signatures with,
-        and ``FAILOVER_SIM_URL``, the root.
+        Vertex AI's root, project, location and token (``vertex_token``), and
+        ``FAILOVER_SIM_URL``, the root.
         ``failover simulate`` prints them as ``export`` lines."""
         from providers.anthropic import AnthropicMessages
         from providers.gemini import GeminiGenerate
@@ -203,6 +212,9 @@ class SimulatedServer:
             AWS_ACCESS_KEY_ID=self.aws_access_key_id,
             AWS_SECRET_ACCESS_KEY=self.aws_secret_access_key,
         )
+        env.update(dict.fromkeys(("VERTEX_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL"), self.vertex_url))
+        env.update(GOOGLE_CLOUD_PROJECT="sim-project", GOOGLE_CLOUD_LOCATION="us-east5")
+        env["GOOGLE_OAUTH_ACCESS_TOKEN"] = self.vertex_token
         return env
 
     # -- scripting and inspection ---------------------------------------------------
@@ -279,10 +291,10 @@ class SimulatedServer:
     def _handle(self, ex: Exchange) -> Coroutine[Any, Any, None] | None:
         path = ex.path
         wire = wire_for(path)
+        if wire is None and path.startswith("/_sim/"):
+            self._control(ex)
+            return None
         if wire is None:
-            if path.startswith("/_sim/"):
-                self._control(ex)
-                return None
             routes = ", ".join(ROUTES)
             send_json(ex, 404, {"error": f"no route for {ex.method} {path}; routes: {routes}"})
             return None
@@ -290,7 +302,7 @@ class SimulatedServer:
             send_json(ex, 405, {"error": f"{path} takes POST, not {ex.method}"})
             return None
         aws_key = (self.aws_access_key_id, self.aws_secret_access_key)
-        if refused(ex, wire, aws_key=aws_key):
+        if refused(ex, wire, aws_key=aws_key, token=self.vertex_token):
             return None
         body = parse_body(ex.body)
         fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))

@@ -84,9 +84,8 @@ class AzureWire(OpenAIWire):
         """Whether ``path`` is one of Azure's chat routes."""
         return path == _V1 or _deployment(path) is not None
 
-    @staticmethod
     def refusal(
-        path: str, query: Mapping[str, str], headers: Mapping[str, str]
+        self, path: str, query: Mapping[str, str], headers: Mapping[str, str], token: str
     ) -> tuple[int, dict[str, Any]] | None:
         """Azure's answer to a request without credentials or, deployment-style,
         without ``api-version`` (None when the request may proceed)."""

@@ -128,6 +128,13 @@ class Wire:
         """The names of the tools a request offered (none by default)."""
         return []
 
+    def refusal(
+        self, path: str, query: Mapping[str, str], headers: Mapping[str, str], token: str
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The status and body refusing a request before its fault (bad credentials: not
+        counted), or None; ``token`` is the bearer token the server was given."""
+        return None
+
     def stream_content_type(self, call: Call) -> str:
         """The Content-Type of a streamed reply."""
         return "text/event-stream"

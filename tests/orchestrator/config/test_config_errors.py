@@ -180,7 +180,8 @@ def test_unknown_provider_type_lists_the_types(tmp_path: Path) -> None:
     path = write(tmp_path, "chain.yaml", "providers:\n  x:\n    type: opnai\n    model: m\n")
     assert str(error_of(path)) == (
         f"{path}:3: providers.x.type: 'opnai' is not one of openai, anthropic, gemini, "
-        "azure_openai, bedrock, http, claude_code, codex, gemini_cli, cli, function"
+        "azure_openai, bedrock, vertex_anthropic, vertex_gemini, http, claude_code, codex, "
+        "gemini_cli, cli, function"
     )
 
 

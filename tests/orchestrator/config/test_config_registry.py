@@ -14,7 +14,10 @@ import pytest
 
 from orchestrator.config import ConfigError, load_config, registry
 
-BUILT_IN = "openai, anthropic, gemini, azure_openai, bedrock, http, claude_code, codex, gemini_cli, cli, function"
+BUILT_IN = (
+    "openai, anthropic, gemini, azure_openai, bedrock, vertex_anthropic, vertex_gemini, http, "
+    "claude_code, codex, gemini_cli, cli, function"
+)
 
 # A provider package written against orchestrator's public API only.
 MYCORP = """

@@ -24,8 +24,10 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
 from providers.simulated import Fault, SimulatedServer
+from providers.vertex import VertexAnthropic, VertexGemini
 
-VENDORS = ("openai", "anthropic", "gemini", "azure", "bedrock")
+VENDORS = ("openai", "anthropic", "gemini", "azure", "bedrock", "vertex_anthropic", "vertex_gemini")
+VERTEX = {"vertex_anthropic": VertexAnthropic, "vertex_gemini": VertexGemini}
 TIMEOUT = 0.3
 CLIENTS = ("shared", "httpx")
 
@@ -62,6 +64,9 @@ def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any
         )
     if route == "bedrock":
         return bedrock(sim.bedrock_url, **kw)
+    if route in VERTEX:
+        where = {"project": "sim-project", "location": "us-east5", "base_url": sim.vertex_url}
+        return VERTEX[route]("sim-model", access_token=sim.vertex_token, **where, **kw)
     return HTTPFallback(sim.http_url, **kw)
 
 
@@ -109,7 +114,11 @@ CASES: list[tuple[str, Callable[[], Fault], Callable[[str], type[E.ProviderError
     # Bedrock's 408 is ModelTimeoutException: the model timed out, a timeout.
     ("408", lambda: Fault.status(408), by_route(bedrock=E.ProviderTimeout, default=E.ServerError)),
     ("429", lambda: Fault.rate_limited(2), by_route(default=E.RateLimited)),
-    ("overloaded", Fault.overloaded, by_route(anthropic=E.Overloaded, default=E.ServerError)),
+    (
+        "overloaded",
+        Fault.overloaded,
+        by_route(anthropic=E.Overloaded, vertex_anthropic=E.Overloaded, default=E.ServerError),
+    ),
     ("401", lambda: Fault.auth(401), by_route(default=E.AuthenticationFailed)),
     ("403", lambda: Fault.auth(403), by_route(default=E.AuthenticationFailed)),
     ("quota", Fault.quota, by_route(default=E.QuotaExhausted)),
@@ -203,6 +212,9 @@ async def test_connection_refused_is_connection_failed(client: Any, route: str, 
         provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", client=client)
     elif route == "bedrock":
         provider = bedrock(base, client=client)
+    elif route in VERTEX:
+        where = {"project": "p", "location": "us-east5", "access_token": "t"}
+        provider = VERTEX[route]("m", base_url=base + "/v1", client=client, **where)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
         provider = cls[route]("m", base_url=base, api_key="k", client=client)

@@ -809,6 +809,8 @@ async def test_control_routes_script_and_count(
         "http": 0,
         "azure": 0,
         "bedrock": 0,
+        "vertex_anthropic": 0,
+        "vertex_gemini": 0,
     }
     bad = await client.post(f"{sim.url}/_sim/script", json={"mistral": []})
     assert bad.status_code == 400
