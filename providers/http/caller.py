@@ -64,7 +64,7 @@ class HTTPCaller(ClientHolder):
     ) -> RawReply:
         """POST ``body`` and return the whole reply, of any status; a failure below HTTP
         raised as its taxonomy error, masking ``secrets()``."""
-        transport = self._transport or shared_client()
+        transport = self._transport or shared_client(self._kind)
         failure: ProviderError | None = None
         try:
             return await transport.post(

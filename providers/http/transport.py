@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AiohttpTransport",
+    "ProxyRoutes",
     "RawReply",
     "StreamReply",
     "Transport",
@@ -132,6 +133,43 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
+class ProxyRoutes:
+    """The environment's proxy route per URL (decided once per URL, at most 1,024 kept),
+    for a transport built while a proxy variable is set."""
+
+    __slots__ = ("_routes",)
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Route] = {}
+
+    def route(self, url: str) -> Route:
+        """The route for ``url`` (:func:`~providers.http.proxy.env_route`, cached)."""
+        routes = self._routes
+        route = routes.get(url)
+        if route is None:
+            if len(routes) > 1024:
+                routes.clear()
+            route = routes[url] = env_route(url)
+        return route
+
+    def checked(self, url: str, headers: Mapping[str, str]) -> Route:
+        """The route for ``url``; a :class:`TransportError` (``refused``) when the request
+        carries credentials and would cross a plain-http proxy hop to an http target."""
+        route = self.route(url)
+        if route.clear and (
+            has_url_credentials(url) or any(is_credential_header(h) for h in headers)
+        ):
+            raise TransportError(
+                f"refused to send credentials to an http:// URL through the plain-http proxy "
+                f"{route.proxy.host if route.proxy else ''} (from HTTP_PROXY/ALL_PROXY), where "
+                "anyone on the way can read them: use an https:// URL, an https or loopback "
+                "proxy, or add the host to NO_PROXY",
+                timed_out=False,
+                refused=True,
+            )
+        return route
+
+
 # -- aiohttp ------------------------------------------------------------------
 
 
@@ -196,8 +234,18 @@ def _as_transport_error(exc: Exception, url: str, *, after_headers: bool = False
     )
     if timed_out:
         return TransportError("timed out", timed_out=True, after_headers=after_headers)
-    text = scrub(redact_urls(f"{type(exc).__name__}: {exc}"), url_secrets(url))
+    text = scrub(redact_urls(f"{type(exc).__name__}: {_described(exc)}"), url_secrets(url))
     return TransportError(text[:200], timed_out=False, after_headers=after_headers)
+
+
+def _described(exc: Exception) -> str:
+    """What ``exc`` says; for pyreqwest, its message and innermost causes (what went wrong
+    below: "tcp connect error; Connection refused"), not its ``details`` dict."""
+    details = getattr(exc, "details", None)
+    if not isinstance(details, dict) or not isinstance(getattr(exc, "message", None), str):
+        return str(exc)
+    causes = [c.get("message", "") for c in details.get("causes") or [] if isinstance(c, dict)]
+    return "; ".join([str(exc.message), *causes[-2:]])  # type: ignore[attr-defined]
 
 
 class AiohttpTransport:
@@ -215,28 +263,7 @@ class AiohttpTransport:
         self._session = session
         self._owned = owned
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
-        self._routes: dict[str, Route] | None = {} if env_proxy else None
-
-    def _proxy(self, url: str, headers: Mapping[str, str]) -> Route:
-        routes = self._routes
-        assert routes is not None
-        route = routes.get(url)
-        if route is None:
-            if len(routes) > 1024:
-                routes.clear()
-            route = routes[url] = env_route(url)
-        if route.clear and (
-            has_url_credentials(url) or any(is_credential_header(h) for h in headers)
-        ):
-            raise TransportError(
-                f"refused to send credentials to an http:// URL through the plain-http proxy "
-                f"{route.proxy.host if route.proxy else ''} (from HTTP_PROXY/ALL_PROXY), where "
-                "anyone on the way can read them: use an https:// URL, an https or loopback "
-                "proxy, or add the host to NO_PROXY",
-                timed_out=False,
-                refused=True,
-            )
-        return route
+        self._routes = ProxyRoutes() if env_proxy else None
 
     def _close_detached(self) -> None:
         """Close the session of an event loop already closed (no await possible; best effort).
@@ -266,7 +293,7 @@ class AiohttpTransport:
     def _request(self, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Any:
         """The POST as aiohttp sends it for ``post`` and ``stream`` alike (await or enter
         it): no redirects, no decompression (:mod:`providers.http.body` bounds it)."""
-        proxy = None if self._routes is None else self._proxy(url, headers).proxy
+        proxy = None if self._routes is None else self._routes.checked(url, headers).proxy
         return self._session.post(
             url,
             data=body,
