@@ -80,9 +80,9 @@ async def _whole(resp: Response, max_bytes: int) -> bytes:
 def _in_body(exc: Exception) -> bool:
     """Whether pyreqwest failed reading the body: entering a stream reads its first bytes,
     so a reply cut early fails there, after its status and headers arrived."""
-    from pyreqwest.exceptions import DecodeError, ReadError
+    from pyreqwest.exceptions import BodyDecodeError, ReadError
 
-    return isinstance(exc, ReadError | DecodeError)
+    return isinstance(exc, ReadError | BodyDecodeError)
 
 
 class _ReqwestStream:
