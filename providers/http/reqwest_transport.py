@@ -17,25 +17,14 @@ keeps open. pyreqwest is imported only when this transport is first used.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from providers.http.body import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    BodyTooLarge,
-    asking_gzip,
-    bounded_chunks,
-    read_bounded,
-)
-from providers.http.transport import (
-    ProxyRoutes,
-    RawReply,
-    ReadingBody,
-    StreamReply,
-    _as_transport_error,
-)
+from providers.http.body import BodyTooLarge, asking_gzip, read_bounded
+from providers.http.proxy import ProxyRoutes
+from providers.http.transport import LibraryStream, PooledTransport
 
 if TYPE_CHECKING:
     from pyreqwest.client import Client
@@ -77,43 +66,17 @@ async def _whole(resp: Response, max_bytes: int) -> bytes:
     return await read_bounded(_raw(resp), encoding, max_bytes)
 
 
-def _in_body(exc: Exception) -> bool:
-    """Whether pyreqwest failed reading the body: entering a stream reads its first bytes,
-    so a reply cut early fails there, after its status and headers arrived."""
-    from pyreqwest.exceptions import BodyDecodeError, ReadError
+class _ReqwestStream(LibraryStream):
+    __slots__ = ()
 
-    return isinstance(exc, ReadError | BodyDecodeError)
+    async def _whole(self) -> bytes:
+        return await _whole(self._resp, self._max_bytes)
 
-
-class _ReqwestStream:
-    __slots__ = ("_max_bytes", "_resp", "_url")
-
-    def __init__(self, resp: Response, url: str, max_bytes: int) -> None:
-        self._resp = resp
-        self._url = url
-        self._max_bytes = max_bytes
-
-    @property
-    def status(self) -> int:
-        return self._resp.status
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._resp.headers
-
-    async def read(self) -> bytes:
-        with ReadingBody(self._url):
-            return await _whole(self._resp, self._max_bytes)
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        encoding = self._resp.get_header("content-encoding")
-        with ReadingBody(self._url):
-            # The deadline is reqwest's own total timeout (it covers the body).
-            async for data in bounded_chunks(_raw(self._resp), encoding, self._max_bytes):
-                yield data
+    def _raw(self) -> AsyncIterator[bytes]:
+        return _raw(self._resp)
 
 
-class ReqwestTransport:
+class ReqwestTransport(PooledTransport):
     """:class:`~providers.http.transport.Transport` over a ``pyreqwest.client.Client``
     (closed by :meth:`aclose` if owned); ``routes`` when built with a proxy variable set."""
 
@@ -125,7 +88,7 @@ class ReqwestTransport:
         self._routes = routes
         self._timeouts: dict[float, timedelta] = {}
 
-    def _request(
+    def _open(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
     ) -> AbstractAsyncContextManager[Response]:
         if self._routes is not None:
@@ -142,40 +105,15 @@ class ReqwestTransport:
             builder = builder.streamed_read_buffer_limit(0)
         return builder.timeout(limit).build_streamed()
 
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply:
-        try:
-            async with self._request(url, headers, body, timeout, whole=True) as resp:
-                return RawReply(resp.status, resp.headers, await _whole(resp, max_bytes))
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
+    def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
+        return _ReqwestStream(resp, url, max_bytes)
 
-    @asynccontextmanager
-    async def stream(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> AsyncGenerator[StreamReply, None]:
-        try:
-            request = self._request(url, headers, body, timeout, whole=False)
-            resp = await request.__aenter__()
-        except Exception as exc:
-            raise _as_transport_error(exc, url, after_headers=_in_body(exc)) from exc
-        try:
-            yield _ReqwestStream(resp, url, max_bytes)
-        finally:
-            await request.__aexit__(None, None, None)
+    def _in_body(self, exc: Exception) -> bool:
+        # Entering a stream reads its first bytes, so a reply cut early fails there,
+        # after its status and headers arrived.
+        from pyreqwest.exceptions import BodyDecodeError, ReadError
+
+        return isinstance(exc, ReadError | BodyDecodeError)
 
     def _close_detached(self) -> None:
         """Nothing to do once the loop is closed: the Rust client closes when collected."""

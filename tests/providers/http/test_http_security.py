@@ -28,7 +28,8 @@ from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
-from providers.http.transport import ProxyRoutes, TransportError, _as_transport_error
+from providers.http.proxy import ProxyRefused, ProxyRoutes
+from providers.http.transport import _as_transport_error
 from providers.openai import OpenAIChat
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -361,10 +362,10 @@ def test_plain_http_proxy_refuses_credentials_to_an_http_target(
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     routes = ProxyRoutes()
-    with pytest.raises(TransportError, match="NO_PROXY") as info:
+    with pytest.raises(ProxyRefused, match="NO_PROXY") as info:
         routes.checked("http://gw.corp.invalid/v1", {"x-api-key": "k"})
-    assert info.value.refused
-    with pytest.raises(TransportError):
+    assert _as_transport_error(info.value, "http://gw.corp.invalid/v1").refused
+    with pytest.raises(ProxyRefused):
         routes.checked("http://u:p@gw.corp.invalid/v1", {})
     proxy, clear = routes.checked("http://gw.corp.invalid/v1", {"accept": "*/*"})
     assert clear and proxy is not None and proxy.host == "proxy.corp.invalid"  # allowed
