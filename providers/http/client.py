@@ -6,8 +6,10 @@ made here. The default is one pooled ``aiohttp.ClientSession`` per event loop
 (:func:`shared_client`): ``bench/transport.py`` measured it at about 2x the
 throughput and less than half the CPU per call of httpx on the aiohttp
 transport, and 15x+ httpx's default pool, at 200 concurrent calls (figures in
-``bench/TRANSPORT.md``). A user may still pass their own ``httpx.AsyncClient``
-or ``aiohttp.ClientSession`` as ``client=``; it is adapted, never closed by us.
+``bench/TRANSPORT.md``). ``transport="reqwest"`` picks a pyreqwest client
+instead (the ``[fast]`` extra; one shared per loop likewise). A user may still pass
+their own ``httpx.AsyncClient`` or ``aiohttp.ClientSession`` as ``client=``; it is
+adapted, never closed by us.
 
 Lifecycle (see :class:`ClientHolder`): a provider closes only what it opened
 itself: the pool it opens when entered (``async with provider`` or an entered

@@ -1,12 +1,14 @@
-"""The :class:`Transport` interface and its adapters over aiohttp and httpx.
+"""The :class:`Transport` interface, what the pooled transports share, and aiohttp's.
 
 A transport does one POST, whole or streamed, and raises :class:`TransportError`
 on any failure below HTTP; it never retries and never follows a redirect (a
 3xx is returned, so headers carrying keys never reach another origin). Error
 messages show URLs without user info or query. :mod:`providers.http.client`
-owns the shared, pooled instance.
+owns the shared, pooled instances: aiohttp's (here) and reqwest's
+(:mod:`providers.http.reqwest_transport`), both a :class:`PooledTransport`; a
+user's httpx client is adapted by :mod:`providers.http.httpx_transport`.
 
-Bodies are bounded the same way in both adapters: the libraries' own
+Bodies are bounded the same way in every adapter: the libraries' own
 decompression is off, and :mod:`providers.http.body` decodes, counts and caps the
 raw bytes (``BodyTooLarge``, raised as is), and ``timeout`` bounds the whole
 exchange, streams included.
