@@ -1,9 +1,12 @@
-"""The provider benchmark: FallbackAgent vs a hand-written httpx loop vs a plain aiohttp loop.
+"""The provider benchmark: FallbackAgent (on each transport) vs hand-written client loops.
 
 Two simulated OpenAI-compatible servers (primary, secondary) run in their own
 processes, so the client side measured here is the only thing in this process.
-Each scenario interleaves the three implementations round by round; figures are
-reported as ratios to the httpx baseline and to the aiohttp floor of the same run.
+Each scenario interleaves the implementations round by round: loops written by
+hand on httpx, aiohttp and pyreqwest, and the agent on the default aiohttp
+transport and on ``transport="reqwest"`` (when pyreqwest, the ``[fast]`` extra, is
+installed); figures are reported as ratios to the httpx baseline and to the
+aiohttp floor of the same run.
 
     python bench/providers_bench.py [--rounds 5] [--quick]
 
@@ -168,11 +171,36 @@ def aiohttp_impl(session: aiohttp.ClientSession, primary: str, secondary: str, h
     return call
 
 
-def agent_impl(primary: str, secondary: str, hang: bool) -> Call:
+def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
+    """The aiohttp loop written on a ``pyreqwest`` client (a Rust floor)."""
+    from datetime import timedelta
+
+    from pyreqwest.exceptions import PyreqwestError
+
+    limit = timedelta(seconds=TIMEOUT)
+
+    async def one(url: str, hung: bool) -> str:
+        builder = client.post(url + "/openai/v1/chat/completions").body_json(BODY)
+        builder = builder.headers(HEADERS).error_for_status()
+        r = await (builder.timeout(limit) if hung else builder).build().send()
+        text: str = (await r.json())["choices"][0]["message"]["content"]
+        return text
+
+    async def call() -> str:
+        try:
+            return await one(primary, hang)
+        except (PyreqwestError, KeyError, ValueError):
+            return await one(secondary, False)
+
+    return call
+
+
+def agent_impl(primary: str, secondary: str, hang: bool, transport: str | None = None) -> Call:
+    kw: dict[str, Any] = {"api_key": KEY, "transport": transport}
     agent = FallbackAgent(
         [
-            OpenAIChat("m", base_url=primary + "/openai/v1", api_key=KEY, name="primary"),
-            OpenAIChat("m", base_url=secondary + "/openai/v1", api_key=KEY, name="secondary"),
+            OpenAIChat("m", base_url=primary + "/openai/v1", name="primary", **kw),
+            OpenAIChat("m", base_url=secondary + "/openai/v1", name="secondary", **kw),
         ],
         max_retries=0,
         attempt_timeout=TIMEOUT if hang else None,
@@ -192,7 +220,11 @@ SCENARIOS = {
     "S4": ("ok", 200, True),
     "S5": ({"flaky": 0.3, "seed": 7, "fault": {"status": 503}}, 200, True),
 }
-IMPLS = ("httpx", "aiohttp", "agent")
+try:
+    import pyreqwest.client as _pyreqwest
+except ImportError:  # the [fast] extra is not installed: the reqwest columns are left out
+    _pyreqwest = None  # type: ignore[assignment]
+IMPLS = ("httpx", "aiohttp", "agent") + (("reqwest", "agent+reqwest") if _pyreqwest else ())
 
 
 async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[str, Tally]:
@@ -208,6 +240,10 @@ async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[st
         "aiohttp": aiohttp_impl(session, primary.url, secondary.url, hang),
         "agent": agent_impl(primary.url, secondary.url, hang),
     }
+    rq = _pyreqwest.ClientBuilder().no_proxy().build() if _pyreqwest else None
+    if rq is not None:
+        calls["reqwest"] = reqwest_impl(rq, primary.url, secondary.url, hang)
+        calls["agent+reqwest"] = agent_impl(primary.url, secondary.url, hang, "reqwest")
     tallies = {k: Tally() for k in IMPLS}
     try:
         for k in IMPLS:  # warm up connections and code paths
@@ -220,6 +256,8 @@ async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[st
     finally:
         await client.aclose()
         await session.close()
+        if rq is not None:
+            await rq.close()
     return tallies
 
 

@@ -58,7 +58,7 @@ from providers.http.errors import (
     short,
 )
 from providers.http.handover import handover_payload
-from providers.http.spec import check_url
+from providers.http.spec import Transport, check_url
 from providers.http.tools import MAX_TOOL_CALLS, tool_call
 
 __all__ = ["HTTPFallback", "HTTPSpec"]
@@ -84,6 +84,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
     naming the status and the URL; a reply without a string ``text`` is
     ``InvalidOutput``; one over ``max_response_bytes`` (default 32 MiB, after
     decompression) is ``ResponseTooLarge``. ``timeout`` bounds the whole call.
+    ``transport="reqwest"`` sends with pyreqwest (the ``[fast]`` extra).
     Credentials (``headers=``, or user info / a token query parameter in
     ``url``) travel only over https or to loopback unless
     ``allow_insecure_http=True``; their values are masked in every message.
@@ -105,6 +106,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         timeout: float | timedelta = 60.0,
         price: tuple[float, float] | None = None,
         client: Any = None,
+        transport: str | None = None,
         allow_insecure_http: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retry_policy: RetryPolicy | None = None,
@@ -156,7 +158,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
         self.price = validate_price(price, field="HTTPFallback.price")
         self.retry_policy = retry_policy_or_none(retry_policy, "HTTPFallback")
         self.supports_tools = bool(supports_tools)
-        self._use_client(client)
+        self._use_client(client, transport)
 
     def __repr__(self) -> str:
         return f"HTTPFallback(url={self._display!r}, name={self.name!r})"
@@ -340,6 +342,7 @@ class HTTPSpec(ProviderSpec):
     max_response_bytes: PositiveInt | None = None
     price: Price | None = None
     supports_tools: Flag | None = None
+    transport: Transport | None = None
 
     @field_validator("url")
     @classmethod
@@ -355,6 +358,7 @@ class HTTPSpec(ProviderSpec):
             "max_response_bytes",
             "price",
             "supports_tools",
+            "transport",
         }
         return HTTPFallback(
             self.url,

@@ -33,8 +33,8 @@ from orchestrator.telemetry import trace_headers
 from orchestrator.types import Response, ToolCall, Usage
 from orchestrator.units import seconds, seconds_or_none
 from providers.http.body import (
-    ACCEPT_ENCODING,
     DEFAULT_MAX_RESPONSE_BYTES,
+    asking_gzip,
     check_max_bytes,
 )
 from providers.http.caller import HTTPCaller, error_body
@@ -95,6 +95,7 @@ class VendorSettings(TypedDict, total=False):
     context_window: int | None
     catalogue: bool | None
     client: Any
+    transport: str | None
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
@@ -115,7 +116,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
     (tokens) come from the model catalogue when not given
     (:mod:`providers.http.catalogue`; ``catalogue=`` says where it applies).
     ``retry_policy`` retries this provider by its own :class:`RetryPolicy` instead of
-    the agent's.
+    the agent's. ``transport="reqwest"`` sends with pyreqwest (the ``[fast]`` extra).
     ``first_token_timeout`` / ``idle_timeout`` (seconds, default none) bound the
     wait for the first content and each gap after it; a chain then streams this
     provider even for ``run`` and falls over on ``FirstTokenTimeout`` /
@@ -146,6 +147,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         context_window: int | None = None,
         catalogue: bool | None = None,
         client: Any = None,
+        transport: str | None = None,
         allow_insecure_http: bool = False,
         extra_headers: Mapping[str, str] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -193,7 +195,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key
-        self._use_client(client)
+        self._use_client(client, transport)
         self._extra_headers = dict(extra_headers or {})
         self._headers: tuple[Secret, dict[str, str]] | None = None
         self._display_url = redact_url(self.base_url)
@@ -249,10 +251,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         cached = self._headers
         if cached is not None and cached[0] == key:
             return cached[1]
-        headers = {"content-type": "application/json", **self._extra_headers}
-        for name in [h for h in headers if h.lower() == "accept-encoding"]:
-            del headers[name]  # only what providers.http.body inflates in bounded slices
-        headers["accept-encoding"] = ACCEPT_ENCODING
+        headers = dict(asking_gzip({"content-type": "application/json", **self._extra_headers}))
         headers.update(self.auth_headers(key))
         self._headers = (key, headers)
         return headers

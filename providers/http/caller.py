@@ -69,7 +69,7 @@ class HTTPCaller(ClientHolder):
     ) -> RawReply:
         """POST ``body`` and return the whole reply, of any status; a failure below HTTP
         raised as its taxonomy error, masking ``secrets()``."""
-        transport = self._transport or shared_client()
+        transport = self._transport or shared_client(self._kind)
         failure: ProviderError | None = None
         try:
             return await transport.post(
@@ -97,7 +97,7 @@ class HTTPCaller(ClientHolder):
         reply started), masking ``secrets()``; the size cap as ``ResponseTooLarge``.
         ``timeout`` bounds the whole stream (``ProviderTimeout``).
         """
-        transport = self._transport or shared_client()
+        transport = self._transport or shared_client(self._kind)
         limit = self.max_response_bytes
         failure: ProviderError | None = None
         try:

@@ -6,8 +6,10 @@ made here. The default is one pooled ``aiohttp.ClientSession`` per event loop
 (:func:`shared_client`): ``bench/transport.py`` measured it at about 2x the
 throughput and less than half the CPU per call of httpx on the aiohttp
 transport, and 15x+ httpx's default pool, at 200 concurrent calls (figures in
-``bench/TRANSPORT.md``). A user may still pass their own ``httpx.AsyncClient``
-or ``aiohttp.ClientSession`` as ``client=``; it is adapted, never closed by us.
+``bench/TRANSPORT.md``). ``transport="reqwest"`` picks a pyreqwest client
+instead (the ``[fast]`` extra; one shared per loop likewise). A user may still pass
+their own ``httpx.AsyncClient`` or ``aiohttp.ClientSession`` as ``client=``; it is
+adapted, never closed by us.
 
 Lifecycle (see :class:`ClientHolder`): a provider closes only what it opened
 itself: the pool it opens when entered (``async with provider`` or an entered
@@ -34,7 +36,7 @@ import os
 import weakref
 from collections.abc import AsyncGenerator
 from contextlib import suppress
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from providers.http.httpx_transport import HttpxTransport
 from providers.http.transport import (
@@ -46,7 +48,15 @@ from providers.http.transport import (
     to_transport,
 )
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from providers.http.reqwest_transport import ReqwestTransport
+
+    _Pooled: TypeAlias = AiohttpTransport | ReqwestTransport
+
 __all__ = [
+    "TRANSPORTS",
     "AiohttpTransport",
     "ClientHolder",
     "HttpxTransport",
@@ -65,6 +75,9 @@ __all__ = [
 POOL_SIZE = 1024
 """Connections the shared client keeps open at most (all hosts together)."""
 
+TRANSPORTS = ("aiohttp", "reqwest")
+"""The HTTP libraries a provider can send with (``transport=``; the first is the default)."""
+
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -74,13 +87,13 @@ _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pr
 class _Entry:
     __slots__ = ("closer", "transport")
 
-    def __init__(self, transport: AiohttpTransport, closer: AsyncGenerator[None, None]) -> None:
+    def __init__(self, transport: _Pooled, closer: AsyncGenerator[None, None]) -> None:
         self.transport = transport
         self.closer = closer
 
 
-_shared: dict[asyncio.AbstractEventLoop, _Entry] = {}
-"""Each event loop's shared transport; an entry leaves when its loop shuts down."""
+_shared: dict[tuple[asyncio.AbstractEventLoop, str], _Entry] = {}
+"""Each event loop's shared transport of each kind; an entry leaves when its loop shuts down."""
 
 
 def _sweep_closed_loops(phase: str, info: dict[str, int]) -> None:
@@ -90,12 +103,12 @@ def _sweep_closed_loops(phase: str, info: dict[str, int]) -> None:
     if phase != "start" or not _shared:
         return
     with suppress(Exception):
-        for loop in [loop for loop in _shared if loop.is_closed()]:
-            _shared.pop(loop).transport._close_detached()
+        for key in [key for key in _shared if key[0].is_closed()]:
+            _shared.pop(key).transport._close_detached()
 
 
 async def _close_at_loop_shutdown(
-    loop_ref: weakref.ref[asyncio.AbstractEventLoop], transport: AiohttpTransport
+    loop_ref: weakref.ref[asyncio.AbstractEventLoop], kind: str, transport: _Pooled
 ) -> AsyncGenerator[None, None]:
     # An async generator the loop tracks: asyncio.run() and asyncio.Runner call
     # loop.shutdown_asyncgens() before closing the loop, which runs this
@@ -105,18 +118,24 @@ async def _close_at_loop_shutdown(
         yield
     finally:
         loop = loop_ref()
-        entry = None if loop is None else _shared.get(loop)
+        entry = None if loop is None else _shared.get((loop, kind))
         if loop is not None and entry is not None and entry.transport is transport:
-            del _shared[loop]
+            del _shared[loop, kind]
         await transport.aclose()
 
 
-def open_transport() -> AiohttpTransport:
-    """A new pooled transport (an ``aiohttp.ClientSession``) that the caller owns and closes.
+def open_transport(kind: str = "aiohttp") -> _Pooled:
+    """A new pooled transport of ``kind`` (see :data:`TRANSPORTS`) that the caller owns
+    and closes: an ``aiohttp.ClientSession``, or a pyreqwest client for ``"reqwest"``.
 
     The shared client is one of these per loop; an entered provider opens its own.
     Must be called from inside a running loop.
     """
+    env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
+    if kind == "reqwest":
+        from providers.http.reqwest_transport import open_reqwest
+
+        return open_reqwest(pool_size=POOL_SIZE, env_proxy=env_proxy)
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=POOL_SIZE, limit_per_host=0, ttl_dns_cache=300)
@@ -127,13 +146,12 @@ def open_transport() -> AiohttpTransport:
         # never proxied); aiohttp's own trust_env would proxy loopback too.
         trust_env=False,
     )
-    env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
     return AiohttpTransport(session, owned=True, env_proxy=env_proxy)
 
 
-def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
-    transport = open_transport()
-    closer = _close_at_loop_shutdown(weakref.ref(loop), transport)
+def _new_shared(loop: asyncio.AbstractEventLoop, kind: str) -> _Entry:
+    transport = open_transport(kind)
+    closer = _close_at_loop_shutdown(weakref.ref(loop), kind, transport)
     # Run it to its yield now, synchronously (the body does not await before it): the
     # first step is what registers it with the loop's asyncgen hooks.
     step = closer.asend(None)
@@ -144,26 +162,33 @@ def _new_shared(loop: asyncio.AbstractEventLoop) -> _Entry:
     return _Entry(transport, closer)
 
 
-def preload_transport() -> None:
-    """Import the shared transport's HTTP library now (about 0.1-0.2 s, once per process).
+def preload_transport(kind: str = "aiohttp") -> None:
+    """Import the HTTP library of ``kind`` now (about 0.1-0.2 s, once per process).
 
     Providers call this when they are built, so the first call does not spend
     its attempt deadline importing aiohttp; ``import providers`` stays cheap.
+    A missing pyreqwest is an ``ImportError`` naming the ``[fast]`` extra.
     """
+    if kind == "reqwest":
+        from providers.http.reqwest_transport import import_pyreqwest
+
+        import_pyreqwest()
+        return
     import aiohttp  # noqa: F401
 
 
-def shared_client() -> Transport:
-    """The process's pooled HTTP transport for the running event loop (created on first use).
+def shared_client(kind: str = "aiohttp") -> Transport:
+    """The process's pooled HTTP transport of ``kind`` for the running event loop
+    (created on first use).
 
     One per event loop, so ``asyncio.run`` twice and ``run_sync`` keep working;
     it is closed when its loop shuts down (or by :func:`close_shared_client`).
     Must be called from inside a running loop.
     """
     loop = asyncio.get_running_loop()
-    entry = _shared.get(loop)
+    entry = _shared.get((loop, kind))
     if entry is None:
-        entry = _shared[loop] = _new_shared(loop)
+        entry = _shared[loop, kind] = _new_shared(loop, kind)
     return entry.transport
 
 
@@ -185,18 +210,31 @@ class ClientHolder:
     _transport: Transport | None
     _user_client: bool
     _entered: int
+    _kind: str
 
-    def _use_client(self, client: Any) -> None:
-        """Set up ``client=`` at construction (adapted now, or the HTTP library preloaded)."""
+    def _use_client(self, client: Any, transport: str | None = None) -> None:
+        """Set up ``client=`` or ``transport=`` at construction (a client adapted now, or
+        the transport's HTTP library preloaded)."""
+        if transport is not None and transport not in TRANSPORTS:
+            raise ValueError(
+                f"{type(self).__name__}.transport={transport!r}: expected one of "
+                f"{', '.join(map(repr, TRANSPORTS))} (None: {TRANSPORTS[0]!r})"
+            )
+        if transport is not None and client is not None:
+            raise ValueError(
+                f"{type(self).__name__}: give client= or transport={transport!r}, not both "
+                "(a client given is used as it is)"
+            )
+        self._kind = transport or TRANSPORTS[0]
         self._user_client = client is not None
         self._transport = None if client is None else to_transport(client)
         self._entered = 0
         if client is None:
-            preload_transport()
+            preload_transport(self._kind)
 
     async def __aenter__(self) -> Self:
         if self._entered == 0 and not self._user_client:
-            self._transport = open_transport()
+            self._transport = open_transport(self._kind)
         self._entered += 1
         return self
 
@@ -214,8 +252,9 @@ class ClientHolder:
                 await opened.aclose()
 
 
-async def close_shared_client() -> None:
-    """Close the running loop's shared transport now (a new one is made on next use)."""
-    entry = _shared.get(asyncio.get_running_loop())
+async def close_shared_client(kind: str = "aiohttp") -> None:
+    """Close the running loop's shared transport of ``kind`` now (a new one is made on next
+    use)."""
+    entry = _shared.get((asyncio.get_running_loop(), kind))
     if entry is not None:
         await entry.closer.aclose()

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import netrc
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.request import getproxies, proxy_bypass
 
-from orchestrator.secrets import is_loopback
+from orchestrator.secrets import has_url_credentials, is_credential_header, is_loopback
 
 if TYPE_CHECKING:
     from yarl import URL
 
-__all__ = ["DIRECT", "Route", "env_route"]
+__all__ = ["DIRECT", "ProxyRefused", "ProxyRoutes", "Route", "env_route"]
 
 
 class Route(NamedTuple):
@@ -69,3 +70,43 @@ def _netrc_login(host: str) -> tuple[str, str] | None:
         return None
     login, account, password = entry
     return (login or account or "", password or "")
+
+
+class ProxyRefused(Exception):
+    """A request carrying credentials would cross a plain-http proxy hop to an http target;
+    transports raise it as a refused ``TransportError`` (retrying cannot help)."""
+
+
+class ProxyRoutes:
+    """The environment's proxy route per URL (decided once per URL, at most 1,024 kept),
+    for a transport built while a proxy variable is set (aiohttp's and reqwest's)."""
+
+    __slots__ = ("_routes",)
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Route] = {}
+
+    def route(self, url: str) -> Route:
+        """The route for ``url`` (:func:`env_route`, cached)."""
+        routes = self._routes
+        route = routes.get(url)
+        if route is None:
+            if len(routes) > 1024:
+                routes.clear()
+            route = routes[url] = env_route(url)
+        return route
+
+    def checked(self, url: str, headers: Mapping[str, str]) -> Route:
+        """The route for ``url``; :class:`ProxyRefused` when the request carries credentials
+        and would cross a plain-http proxy hop to an http target."""
+        route = self.route(url)
+        if route.clear and (
+            has_url_credentials(url) or any(is_credential_header(h) for h in headers)
+        ):
+            raise ProxyRefused(
+                f"refused to send credentials to an http:// URL through the plain-http proxy "
+                f"{route.proxy.host if route.proxy else ''} (from HTTP_PROXY/ALL_PROXY), where "
+                "anyone on the way can read them: use an https:// URL, an https or loopback "
+                "proxy, or add the host to NO_PROXY"
+            )
+        return route

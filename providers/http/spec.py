@@ -6,7 +6,7 @@ keys, and builds its provider from :meth:`VendorSpec.vendor_kwargs`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator
 
@@ -22,7 +22,10 @@ from orchestrator.config.spec import (
 )
 from orchestrator.secrets import Secret, endpoint_problem
 
-__all__ = ["FILE_OPT_IN", "VendorSpec", "check_url"]
+__all__ = ["FILE_OPT_IN", "Transport", "VendorSpec", "check_url"]
+
+#: A chain file's ``transport:`` values (``providers.http.client.TRANSPORTS``).
+Transport = Literal["aiohttp", "reqwest"]
 
 #: How a chain file allows plain http to another machine (the wording of the refusal).
 FILE_OPT_IN = "set allow_insecure_http: true on this provider"
@@ -64,6 +67,8 @@ class VendorSpec(ProviderSpec):
     catalogue: Flag | None = None
     headers: dict[str, str] | None = None
     accepts_prefill: Flag | None = None
+    #: The HTTP library: ``aiohttp`` (default) or ``reqwest`` (the ``[fast]`` extra).
+    transport: Transport | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -86,5 +91,6 @@ class VendorSpec(ProviderSpec):
                 catalogue=self.catalogue,
                 extra_headers=self.headers,
                 accepts_prefill=self.accepts_prefill,
+                transport=self.transport,
             ),
         }

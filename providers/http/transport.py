@@ -1,12 +1,14 @@
-"""The :class:`Transport` interface and its adapters over aiohttp and httpx.
+"""The :class:`Transport` interface, what the pooled transports share, and aiohttp's.
 
 A transport does one POST, whole or streamed, and raises :class:`TransportError`
 on any failure below HTTP; it never retries and never follows a redirect (a
 3xx is returned, so headers carrying keys never reach another origin). Error
 messages show URLs without user info or query. :mod:`providers.http.client`
-owns the shared, pooled instance.
+owns the shared, pooled instances: aiohttp's (here) and reqwest's
+(:mod:`providers.http.reqwest_transport`), both a :class:`PooledTransport`; a
+user's httpx client is adapted by :mod:`providers.http.httpx_transport`.
 
-Bodies are bounded the same way in both adapters: the libraries' own
+Bodies are bounded the same way in every adapter: the libraries' own
 decompression is off, and :mod:`providers.http.body` decodes, counts and caps the
 raw bytes (``BodyTooLarge``, raised as is), and ``timeout`` bounds the whole
 exchange, streams included.
@@ -20,13 +22,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from orchestrator.secrets import (
-    has_url_credentials,
-    is_credential_header,
-    redact_urls,
-    scrub,
-    url_secrets,
-)
+from orchestrator.secrets import redact_urls, scrub, url_secrets
 from providers.http.body import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BodyTooLarge,
@@ -34,13 +30,15 @@ from providers.http.body import (
     asking_gzip,
     bounded_chunks,
 )
-from providers.http.proxy import Route, env_route
+from providers.http.proxy import ProxyRefused, ProxyRoutes
 
 if TYPE_CHECKING:
     import aiohttp
 
 __all__ = [
     "AiohttpTransport",
+    "LibraryStream",
+    "PooledTransport",
     "RawReply",
     "StreamReply",
     "Transport",
@@ -132,36 +130,116 @@ class Transport(Protocol):
     async def aclose(self) -> None: ...
 
 
+class PooledTransport:
+    """``post`` and ``stream`` as the pooled transports (aiohttp, reqwest) share them: the
+    library's request (``_open``, entered), its response read through ``_reply``, and any
+    failure raised as a :class:`TransportError` (``BodyTooLarge`` as is)."""
+
+    __slots__ = ()
+
+    def _open(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
+    ) -> AbstractAsyncContextManager[Any]:
+        raise NotImplementedError
+
+    def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
+        raise NotImplementedError
+
+    def _in_body(self, exc: Exception) -> bool:
+        """Whether ``exc``, raised while entering a request, came from reading its body."""
+        return False
+
+    async def _end(self, request: Any, resp: Any) -> None:
+        await request.__aexit__(None, None, None)
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply:
+        try:
+            async with self._open(url, headers, body, timeout, whole=True) as resp:
+                reply = self._reply(resp, url, max_bytes)
+                return RawReply(reply.status, reply.headers, await reply._whole())
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise _as_transport_error(exc, url) from exc
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> AsyncGenerator[StreamReply, None]:
+        try:
+            request = self._open(url, headers, body, timeout, whole=False)
+            resp = await request.__aenter__()
+        except Exception as exc:
+            raise _as_transport_error(exc, url, after_headers=self._in_body(exc)) from exc
+        try:
+            yield self._reply(resp, url, max_bytes)
+        finally:
+            await self._end(request, resp)
+
+
 # -- aiohttp ------------------------------------------------------------------
 
 
-class _AiohttpStream:
+class LibraryStream:
+    """A :class:`StreamReply` over one library's response ``resp``: a subclass says how to
+    read it whole (``_whole``, capped) and as received (``_raw``); here both are bounded
+    and their failures raised as ``TransportError`` (:class:`ReadingBody`)."""
+
     __slots__ = ("_max_bytes", "_resp", "_url")
 
-    def __init__(self, resp: aiohttp.ClientResponse, url: str, max_bytes: int) -> None:
+    def __init__(self, resp: Any, url: str, max_bytes: int) -> None:
         self._resp = resp
         self._url = url
         self._max_bytes = max_bytes
 
     @property
     def status(self) -> int:
-        return self._resp.status
+        return int(self._resp.status)
 
     @property
     def headers(self) -> Mapping[str, str]:
-        return self._resp.headers
+        headers: Mapping[str, str] = self._resp.headers
+        return headers
+
+    async def _whole(self) -> bytes:
+        raise NotImplementedError
+
+    def _raw(self) -> AsyncIterator[bytes]:
+        raise NotImplementedError
 
     async def read(self) -> bytes:
         with ReadingBody(self._url):
-            return await aiohttp_body(self._resp, self._max_bytes)
+            return await self._whole()
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        resp = self._resp
-        encoding = resp.headers.get("Content-Encoding")
+        encoding = self.headers.get("content-encoding")
         with ReadingBody(self._url):
-            # The deadline is aiohttp's own total timeout (set for streams too).
-            async for data in bounded_chunks(resp.content.iter_any(), encoding, self._max_bytes):
+            # The deadline is the library's own total timeout (set for streams too).
+            async for data in bounded_chunks(self._raw(), encoding, self._max_bytes):
                 yield data
+
+
+class _AiohttpStream(LibraryStream):
+    __slots__ = ()
+
+    async def _whole(self) -> bytes:
+        return await aiohttp_body(self._resp, self._max_bytes)
+
+    def _raw(self) -> AsyncIterator[bytes]:
+        raw: AsyncIterator[bytes] = self._resp.content.iter_any()
+        return raw
 
 
 class ReadingBody:
@@ -190,17 +268,29 @@ def _as_transport_error(exc: Exception, url: str, *, after_headers: bool = False
     """
     if isinstance(exc, TransportError):
         return exc
+    if isinstance(exc, ProxyRefused):
+        return TransportError(str(exc), timed_out=False, refused=True)
     httpx_mod = sys.modules.get("httpx")
     timed_out = isinstance(exc, TimeoutError) or (
         httpx_mod is not None and isinstance(exc, httpx_mod.TimeoutException)
     )
     if timed_out:
         return TransportError("timed out", timed_out=True, after_headers=after_headers)
-    text = scrub(redact_urls(f"{type(exc).__name__}: {exc}"), url_secrets(url))
+    text = scrub(redact_urls(f"{type(exc).__name__}: {_described(exc)}"), url_secrets(url))
     return TransportError(text[:200], timed_out=False, after_headers=after_headers)
 
 
-class AiohttpTransport:
+def _described(exc: Exception) -> str:
+    """What ``exc`` says; for pyreqwest, its message and innermost causes (what went wrong
+    below: "tcp connect error; Connection refused"), not its ``details`` dict."""
+    details = getattr(exc, "details", None)
+    if not isinstance(details, dict) or not isinstance(getattr(exc, "message", None), str):
+        return str(exc)
+    causes = [c.get("message", "") for c in details.get("causes") or [] if isinstance(c, dict)]
+    return "; ".join([str(exc.message), *causes[-2:]])  # type: ignore[attr-defined]
+
+
+class AiohttpTransport(PooledTransport):
     """:class:`Transport` over an ``aiohttp.ClientSession`` (closed by :meth:`aclose` if owned).
 
     ``env_proxy=True`` (the shared client, when a proxy variable is set) routes
@@ -215,28 +305,7 @@ class AiohttpTransport:
         self._session = session
         self._owned = owned
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
-        self._routes: dict[str, Route] | None = {} if env_proxy else None
-
-    def _proxy(self, url: str, headers: Mapping[str, str]) -> Route:
-        routes = self._routes
-        assert routes is not None
-        route = routes.get(url)
-        if route is None:
-            if len(routes) > 1024:
-                routes.clear()
-            route = routes[url] = env_route(url)
-        if route.clear and (
-            has_url_credentials(url) or any(is_credential_header(h) for h in headers)
-        ):
-            raise TransportError(
-                f"refused to send credentials to an http:// URL through the plain-http proxy "
-                f"{route.proxy.host if route.proxy else ''} (from HTTP_PROXY/ALL_PROXY), where "
-                "anyone on the way can read them: use an https:// URL, an https or loopback "
-                "proxy, or add the host to NO_PROXY",
-                timed_out=False,
-                refused=True,
-            )
-        return route
+        self._routes = ProxyRoutes() if env_proxy else None
 
     def _close_detached(self) -> None:
         """Close the session of an event loop already closed (no await possible; best effort).
@@ -263,10 +332,12 @@ class AiohttpTransport:
             timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
         return timeout
 
-    def _request(self, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> Any:
-        """The POST as aiohttp sends it for ``post`` and ``stream`` alike (await or enter
-        it): no redirects, no decompression (:mod:`providers.http.body` bounds it)."""
-        proxy = None if self._routes is None else self._proxy(url, headers).proxy
+    def _open(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
+    ) -> Any:
+        """The POST as aiohttp sends it for ``post`` and ``stream`` alike: no redirects, no
+        decompression (:mod:`providers.http.body` bounds it)."""
+        proxy = None if self._routes is None else self._routes.checked(url, headers).proxy
         return self._session.post(
             url,
             data=body,
@@ -277,39 +348,11 @@ class AiohttpTransport:
             auto_decompress=False,
         )
 
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply:
-        try:
-            async with self._request(url, headers, body, timeout) as resp:
-                return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
+    def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
+        return _AiohttpStream(resp, url, max_bytes)
 
-    @asynccontextmanager
-    async def stream(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> AsyncGenerator[StreamReply, None]:
-        try:
-            resp = await self._request(url, headers, body, timeout)
-        except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
-        try:
-            yield _AiohttpStream(resp, url, max_bytes)
-        finally:
-            resp.close()
+    async def _end(self, request: Any, resp: Any) -> None:
+        resp.close()  # not released to the pool: a stream may stop before its end
 
     async def aclose(self) -> None:
         if self._owned:

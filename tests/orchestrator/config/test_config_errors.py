@@ -163,7 +163,7 @@ def test_unknown_key_suggests_and_lists_allowed_keys(tmp_path: Path) -> None:
         "first_token_timeout, "
         "headers, idle_timeout, jitter, max_delay, max_response_bytes, max_retries, "
         "max_tokens_param, model, price, retry_delay, "
-        "retry_strategy, timeout, type"
+        "retry_strategy, timeout, transport, type"
     )
     assert str(err.problems[0]) == f"{path}:2: providers.codex.model: is required but missing"
 

@@ -83,14 +83,15 @@ def test_user_info_in_a_vendor_base_url_is_refused_at_construction(
     assert "user info" in str(info.value)
 
 
-@pytest.mark.parametrize("client", ["shared", "httpx"])
+@pytest.mark.parametrize("client", ["shared", "httpx", "reqwest"])
 async def test_http_fallback_sends_url_user_info_as_basic_auth(
     sim: SimulatedServer, client: str
 ) -> None:
     user = httpx.AsyncClient() if client == "httpx" else None
+    kw: dict[str, Any] = {"transport": client} if client == "reqwest" else {"client": user}
     try:
         url = sim.http_url.replace("http://", "http://bot:p%40ss@")
-        await HTTPFallback(url, client=user).complete(Request("hi"))
+        await HTTPFallback(url, **kw).complete(Request("hi"))
     finally:
         if user is not None:
             await user.aclose()

@@ -136,9 +136,10 @@ async def test_a_keep_alive_drip_ends_at_the_provider_timeout(
     assert "timeout=0.5" in str(err)
 
 
-# -- a user's own httpx client is bounded the same way ---------------------------------
+# -- a user's own httpx client and the reqwest transport are bounded the same way -------
 
 
+@pytest.mark.parametrize("client", ["httpx", "reqwest"])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 @pytest.mark.parametrize(
     ("fault", "expected"),
@@ -151,11 +152,12 @@ async def test_a_keep_alive_drip_ends_at_the_provider_timeout(
     ids=["large", "gzip-bomb", "endless", "drip"],
 )
 async def test_a_user_httpx_client_is_bounded_too(
-    sim: SimulatedServer, mode: str, fault: Any, expected: type[E.ProviderError]
+    sim: SimulatedServer, mode: str, fault: Any, expected: type[E.ProviderError], client: str
 ) -> None:
     sim.script("openai", [fault()])
-    async with httpx.AsyncClient() as client:
-        provider = make("openai", sim, client=client, timeout=0.5, max_response_bytes=MiB)
+    async with httpx.AsyncClient() as user:
+        kw: dict[str, Any] = {"transport": client} if client == "reqwest" else {"client": user}
+        provider = make("openai", sim, timeout=0.5, max_response_bytes=MiB, **kw)
         start = time.monotonic()
         err = await _fails(provider, mode, guard=5)
     assert type(err) is expected, repr(err)

@@ -3,8 +3,8 @@
 Each case asserts the taxonomy class, that exactly one request reached the
 simulated server (no hidden retries) and that nothing but an
 ``orchestrator.errors`` class escapes. The client kinds: the default shared
-aiohttp transport, and a user's own ``httpx.AsyncClient`` given as ``client=``,
-which must give the same classes and upstream counts.
+aiohttp transport, a user's own ``httpx.AsyncClient`` given as ``client=``, and
+``transport="reqwest"`` (pyreqwest), which must give the same classes and upstream counts.
 """
 
 from __future__ import annotations
@@ -29,23 +29,33 @@ from providers.vertex import VertexAnthropic, VertexGemini
 VENDORS = ("openai", "anthropic", "gemini", "azure", "bedrock", "vertex_anthropic", "vertex_gemini")
 VERTEX = {"vertex_anthropic": VertexAnthropic, "vertex_gemini": VertexGemini}
 TIMEOUT = 0.3
-CLIENTS = ("shared", "httpx")
+CLIENTS = ("shared", "httpx", "reqwest")
 
 
 @pytest.fixture(params=CLIENTS)
-async def client(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient | None]:
-    """``client=`` for the providers: None (the shared transport) or a user's httpx client."""
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient | str | None]:
+    """How the providers send: None (the shared transport), a user's httpx client
+    (``client=``), or the name of a transport (``transport=``)."""
     if request.param == "shared":
         yield None
+        return
+    if request.param != "httpx":
+        yield request.param
         return
     async with httpx.AsyncClient() as user_client:
         yield user_client
         assert not user_client.is_closed  # a provider never closes a user's client
 
 
+def sending(client: Any) -> dict[str, Any]:
+    """The provider keyword arguments for the ``client`` fixture's value."""
+    if client is None:
+        return {}
+    return {"transport": client} if isinstance(client, str) else {"client": client}
+
+
 def make(route: str, sim: SimulatedServer, client: Any = None, **kw: Any) -> Any:
-    if client is not None:
-        kw["client"] = client
+    kw.update(sending(client))
     if route == "openai":
         return OpenAIChat("gpt-sim", base_url=sim.openai_url, api_key="sk-test-0123456789", **kw)
     if route == "anthropic":
@@ -137,7 +147,7 @@ CASES: list[tuple[str, Callable[[], Fault], Callable[[str], type[E.ProviderError
 @pytest.mark.parametrize(("label", "fault", "expected"), CASES, ids=[c[0] for c in CASES])
 async def test_fault_matrix(
     sim: SimulatedServer,
-    client: httpx.AsyncClient | None,
+    client: httpx.AsyncClient | str | None,
     route: str,
     mode: str,
     label: str,
@@ -206,18 +216,19 @@ async def test_connection_refused_is_connection_failed(client: Any, route: str, 
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     provider: Any
+    kw = sending(client)
     if route == "http":
-        provider = HTTPFallback(base + "/x", client=client)
+        provider = HTTPFallback(base + "/x", **kw)
     elif route == "azure":
-        provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", client=client)
+        provider = AzureOpenAI(deployment="m", endpoint=base, api_key="k", **kw)
     elif route == "bedrock":
-        provider = bedrock(base, client=client)
+        provider = bedrock(base, **kw)
     elif route in VERTEX:
         where = {"project": "p", "location": "us-east5", "access_token": "t"}
-        provider = VERTEX[route]("m", base_url=base + "/v1", client=client, **where)
+        provider = VERTEX[route]("m", base_url=base + "/v1", **kw, **where)
     else:
         cls: Any = {"openai": OpenAIChat, "anthropic": AnthropicMessages, "gemini": GeminiGenerate}
-        provider = cls[route]("m", base_url=base, api_key="k", client=client)
+        provider = cls[route]("m", base_url=base, api_key="k", **kw)
     with pytest.raises(E.ConnectionFailed) as info:
         await call(provider, mode, Request("hi"))
     assert info.value.__cause__ is not None

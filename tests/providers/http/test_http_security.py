@@ -28,7 +28,8 @@ from orchestrator.types import Request, Response
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
-from providers.http.transport import AiohttpTransport, TransportError, _as_transport_error
+from providers.http.proxy import ProxyRefused, ProxyRoutes
+from providers.http.transport import _as_transport_error
 from providers.openai import OpenAIChat
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -89,7 +90,7 @@ async def drain(provider: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize("route", ["openai", "anthropic", "gemini", "http"])
-@pytest.mark.parametrize("client", ["shared", "aiohttp", "httpx"])
+@pytest.mark.parametrize("client", ["shared", "aiohttp", "httpx", "reqwest"])
 async def test_redirect_is_not_followed_and_is_unusable(
     srv: Server, route: str, client: str
 ) -> None:
@@ -107,13 +108,14 @@ async def test_redirect_is_not_followed_and_is_unusable(
             user = aiohttp.ClientSession()
         elif client == "httpx":
             user = httpx.AsyncClient(follow_redirects=True)  # the transport still refuses
+        kw: dict[str, Any] = {"transport": client} if client == "reqwest" else {"client": user}
         try:
             if route == "http":
                 provider: Any = HTTPFallback(
-                    f"{srv.url}/c", headers={"authorization": "Bearer tok-1234"}, client=user
+                    f"{srv.url}/c", headers={"authorization": "Bearer tok-1234"}, **kw
                 )
             else:
-                provider = vendor(route, srv.url, client=user)
+                provider = vendor(route, srv.url, **kw)
             with pytest.raises(E.UnusableError, match=r"check (base_)?url") as info:
                 await provider.complete(Request("hi"))
             assert info.value.status == 307
@@ -350,29 +352,28 @@ async def test_loopback_targets_bypass_the_environment_proxy(
         assert other.hits == [] and len(srv.hits) == 1
 
 
-async def test_plain_http_proxy_refuses_credentials_to_an_http_target(
+def test_plain_http_proxy_refuses_credentials_to_an_http_target(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Decided before any connection: nothing here touches the network.
+    # Decided before any connection: nothing here touches the network. Both pooled
+    # transports (aiohttp, reqwest) route and refuse through ProxyRoutes.
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.corp.invalid:3128")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp.invalid:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    async with aiohttp.ClientSession(trust_env=False) as session:
-        transport = AiohttpTransport(session, env_proxy=True)
-        with pytest.raises(TransportError, match="NO_PROXY") as info:
-            transport._proxy("http://gw.corp.invalid/v1", {"x-api-key": "k"})
-        assert info.value.refused
-        with pytest.raises(TransportError):
-            transport._proxy("http://u:p@gw.corp.invalid/v1", {})
-        proxy, clear = transport._proxy("http://gw.corp.invalid/v1", {"accept": "*/*"})
-        assert clear and proxy.host == "proxy.corp.invalid"  # no credential: allowed
-        proxy, clear = transport._proxy("https://api.example.invalid/v1", {"x-api-key": "k"})
-        assert proxy is not None and not clear  # tunnelled (CONNECT): allowed
-        assert transport._proxy("http://127.0.0.1:9/v1", {"x-api-key": "k"})[0] is None
-        monkeypatch.setenv("NO_PROXY", "gw.corp.invalid")
-        transport = AiohttpTransport(session, env_proxy=True)
-        assert transport._proxy("http://gw.corp.invalid/v1", {"x-api-key": "k"})[0] is None
+    routes = ProxyRoutes()
+    with pytest.raises(ProxyRefused, match="NO_PROXY") as info:
+        routes.checked("http://gw.corp.invalid/v1", {"x-api-key": "k"})
+    assert _as_transport_error(info.value, "http://gw.corp.invalid/v1").refused
+    with pytest.raises(ProxyRefused):
+        routes.checked("http://u:p@gw.corp.invalid/v1", {})
+    proxy, clear = routes.checked("http://gw.corp.invalid/v1", {"accept": "*/*"})
+    assert clear and proxy is not None and proxy.host == "proxy.corp.invalid"  # allowed
+    proxy, clear = routes.checked("https://api.example.invalid/v1", {"x-api-key": "k"})
+    assert proxy is not None and not clear  # tunnelled (CONNECT): allowed
+    assert routes.checked("http://127.0.0.1:9/v1", {"x-api-key": "k"})[0] is None
+    monkeypatch.setenv("NO_PROXY", "gw.corp.invalid")
+    assert ProxyRoutes().checked("http://gw.corp.invalid/v1", {"x-api-key": "k"})[0] is None
 
 
 # -- 13. malformed 2xx replies raise InvalidOutput only --------------------------------------

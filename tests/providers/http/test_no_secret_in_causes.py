@@ -49,12 +49,14 @@ ROUTES = ("openai", "anthropic", "gemini", "http")
 TIMEOUT = 0.3
 
 
-def provider(route: str, base: str, *, query: bool = False, client: Any = None) -> Any:
+def provider(
+    route: str, base: str, *, query: bool = False, client: Any = None, transport: str | None = None
+) -> Any:
     """A provider for ``route`` at ``base`` (the route's URL) with a distinctive key;
     ``query`` adds a credential query parameter to the URL."""
     q = f"?sig={QUERY_SECRET}" if query else ""
     key = KEYS[route]
-    kw: dict[str, Any] = {"timeout": TIMEOUT, "client": client}
+    kw: dict[str, Any] = {"timeout": TIMEOUT, "client": client, "transport": transport}
     if route == "openai":
         return OpenAIChat("m", base_url=base + q, api_key=key, **kw)
     if route == "anthropic":
@@ -150,7 +152,7 @@ def _refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-@pytest.mark.parametrize("client", ["shared", "httpx"])
+@pytest.mark.parametrize("client", ["shared", "httpx", "reqwest"])
 @pytest.mark.parametrize("query", [False, True], ids=["key", "key+query"])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 @pytest.mark.parametrize("route", ROUTES)
@@ -158,8 +160,9 @@ async def test_no_secret_in_cause_of_a_malformed_status_line(
     bad_status_line: str, route: str, mode: str, query: bool, client: str
 ) -> None:
     user = httpx.AsyncClient() if client == "httpx" else None
+    kw: dict[str, Any] = {"transport": client} if client == "reqwest" else {"client": user}
     try:
-        prov = provider(route, bad_status_line + "/v1", query=query, client=user)
+        prov = provider(route, bad_status_line + "/v1", query=query, **kw)
         err = await raised(route, mode, prov)
     finally:
         if user is not None:
@@ -168,12 +171,14 @@ async def test_no_secret_in_cause_of_a_malformed_status_line(
     assert leaks(err, [KEYS[route], QUERY_SECRET]) == []
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "reqwest"])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 @pytest.mark.parametrize("route", ROUTES)
 async def test_no_secret_in_cause_of_a_refused_connection_with_a_query_key(
-    route: str, mode: str
+    route: str, mode: str, transport: str
 ) -> None:
-    err = await raised(route, mode, provider(route, _refused_url() + "/v1", query=True))
+    prov = provider(route, _refused_url() + "/v1", query=True, transport=transport)
+    err = await raised(route, mode, prov)
     assert isinstance(err, E.ConnectionFailed), repr(err)
     assert leaks(err, [KEYS[route], QUERY_SECRET]) == []
 
