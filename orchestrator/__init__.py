@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from orchestrator.engine.deadlines import DEFAULT_IDLE_TIMEOUT, PROGRESS
     from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.ignored import IgnoredSetting
+    from orchestrator.journal import (
+        Journal,
+        JournalError,
+        RunInProgress,
+        SQLiteJournal,
+        StepInterrupted,
+        WorkflowChanged,
+    )
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -72,6 +80,12 @@ _LAZY = {
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
     "IgnoredSetting": "orchestrator.ignored",
+    "Journal": "orchestrator.journal",
+    "JournalError": "orchestrator.journal",
+    "RunInProgress": "orchestrator.journal",
+    "SQLiteJournal": "orchestrator.journal",
+    "StepInterrupted": "orchestrator.journal",
+    "WorkflowChanged": "orchestrator.journal",
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
@@ -94,6 +108,8 @@ __all__ = [
     "FallbackError",
     "HookError",
     "IgnoredSetting",
+    "Journal",
+    "JournalError",
     "Message",
     "Parallel",
     "Phase",
@@ -102,7 +118,10 @@ __all__ = [
     "Response",
     "Result",
     "RetryPolicy",
+    "RunInProgress",
+    "SQLiteJournal",
     "Step",
+    "StepInterrupted",
     "Stop",
     "StreamingProvider",
     "SystemClock",
@@ -111,6 +130,7 @@ __all__ = [
     "ToolCallDelta",
     "Usage",
     "Workflow",
+    "WorkflowChanged",
     "WorkflowError",
     "WorkflowResult",
     "errors",

@@ -124,6 +124,9 @@ class FileSpec(Spec):
     agents: dict[Name, AgentSpec] = Field(default_factory=dict)
     workflows: dict[Name, WorkflowSpec] = Field(default_factory=dict)
     gateway: GatewaySpec | None = None
+    #: Where the workflows journal their runs (``failover run --run-id``): a path (relative
+    #: to this file), ``sqlite:///PATH`` or ``postgresql://...``.
+    journal: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,3 +137,4 @@ class ChainSpec:
     agents: dict[str, AgentSpec]
     workflows: dict[str, WorkflowSpec]
     gateway: GatewaySpec | None = None
+    journal: str | None = None

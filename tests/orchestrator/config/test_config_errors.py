@@ -172,7 +172,7 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
     path = write(tmp_path, "chain.yaml", "agent: {}\n")
     assert str(error_of(path)) == (
         f"{path}:1: agent: unknown key (did you mean 'agents'?); "
-        "allowed here: agents, gateway, providers, workflows"
+        "allowed here: agents, gateway, journal, providers, workflows"
     )
 
 
