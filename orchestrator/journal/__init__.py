@@ -20,7 +20,7 @@ from orchestrator.journal.errors import (
 )
 from orchestrator.journal.open import DEFAULT_JOURNAL, check_run_id, open_journal
 from orchestrator.journal.records import RunRecord, StepRecord
-from orchestrator.journal.sqlite import SQLiteJournal
+from orchestrator.journal.sqlite import SQLiteJournal, holder_id
 
 __all__ = [
     "DEFAULT_JOURNAL",
@@ -33,5 +33,6 @@ __all__ = [
     "StepRecord",
     "WorkflowChanged",
     "check_run_id",
+    "holder_id",
     "open_journal",
 ]
