@@ -3,9 +3,10 @@
 Three ways to run the same N-step workflow (a no-op FunctionProvider per step, so
 only the engine's cost is left): no journal; our SQLite journal (one file, WAL,
 each step's started and done records committed before the next step; the default
-synchronous=NORMAL, and durable=True's FULL, an fsync per record); DBOS on SQLite (each step a ``@DBOS.step`` in a ``@DBOS.workflow``, its
-output checkpointed by DBOS). Also: the cold import of each engine in a fresh
-interpreter, and two processes claiming one run id at once (exactly one must win).
+synchronous=NORMAL, and durable=True's FULL, an fsync per record); DBOS on SQLite
+(each step a ``@DBOS.step`` in a ``@DBOS.workflow``, its output checkpointed by
+DBOS). Also: the cold import of each engine in a fresh interpreter, and four
+processes claiming one run id at once (exactly one must win).
 
     python bench/journal.py [--steps 200] [--no-dbos]
 """
