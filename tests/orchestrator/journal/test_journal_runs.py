@@ -275,3 +275,19 @@ async def test_a_streamed_step_continues_from_the_text_its_crashed_run_saw(
     sent = again.requests[0].messages
     assert [m.role for m in sent] == ["user", "assistant"] and sent[-1].content == "alpha beta "
     assert out["a"].text == "alpha beta gamma delta"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [RunInProgress("r", "pid 1 on h", 0.5), StepInterrupted("r", "c"), WorkflowChanged("r", ["a"])],
+)
+def test_journal_errors_stop_the_run_and_pickle(error: Exception) -> None:
+    import pickle
+
+    from orchestrator.errors import meaning
+
+    kind = meaning(error)
+    assert kind is not None
+    assert (kind.retried, kind.hands_over, kind.counts_for_health) == (False, False, False)
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error)
