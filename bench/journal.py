@@ -144,6 +144,11 @@ def main() -> None:
         print(f"per step, SQLite journal:    {ours:.3f} ms (+{ours - bare:.3f} ms)")
         print(f"per step, same, durable=True: {full:.3f} ms (+{full - bare:.3f} ms)")
         print(f"import orchestrator.journal: {import_ms('orchestrator.journal'):.0f} ms")
+        try:
+            import dbos  # noqa: F401
+        except ImportError:
+            print("DBOS: not installed (pip install dbos), not measured")
+            args.no_dbos = True
         if not args.no_dbos:
             print(f"per step, DBOS on SQLite:    {dbos_per_step_ms(args.steps, where):.3f} ms")
             print(f"import dbos:                 {import_ms('dbos'):.0f} ms")

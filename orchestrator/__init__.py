@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         StepInterrupted,
         WorkflowChanged,
     )
+    from orchestrator.journal.postgres import PostgresJournal
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -84,6 +85,7 @@ _LAZY = {
     "JournalError": "orchestrator.journal",
     "RunInProgress": "orchestrator.journal",
     "SQLiteJournal": "orchestrator.journal",
+    "PostgresJournal": "orchestrator.journal.postgres",
     "StepInterrupted": "orchestrator.journal",
     "WorkflowChanged": "orchestrator.journal",
     "FallbackAgent": "orchestrator.engine.agent",
@@ -113,6 +115,7 @@ __all__ = [
     "Message",
     "Parallel",
     "Phase",
+    "PostgresJournal",
     "Provider",
     "Request",
     "Response",

@@ -36,8 +36,8 @@ def check_run_id(run_id: object) -> str:
 def open_journal(spec: JournalSpec) -> tuple[Journal, bool]:
     """The backend ``spec`` names, and whether the caller opened it (and so closes it).
 
-    A backend object is used as given; ``postgresql://...`` opens the DBOS backend
-    (the ``dbos`` extra); ``sqlite:///PATH`` or a plain path the SQLite file.
+    A backend object is used as given; ``postgresql://...`` opens Postgres (the
+    ``postgres`` extra); ``sqlite:///PATH`` or a plain path the SQLite file.
     """
     if isinstance(spec, Journal):
         return spec, False
@@ -45,9 +45,9 @@ def open_journal(spec: JournalSpec) -> tuple[Journal, bool]:
         raise TypeError(f"journal: expected a path, a URL or a Journal, got {type(spec).__name__}")
     text = os.fspath(spec)
     if text.startswith(_POSTGRES):
-        from orchestrator.journal.dbos import DBOSJournal
+        from orchestrator.journal.postgres import PostgresJournal
 
-        return DBOSJournal(text), True  # type: ignore[return-value]
+        return PostgresJournal(text), True
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     elif "://" in text:

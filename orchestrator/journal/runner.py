@@ -21,7 +21,7 @@ from orchestrator.engine.delivery import continued, takes_prefill
 from orchestrator.journal.errors import StepInterrupted, WorkflowChanged
 from orchestrator.journal.open import JournalSpec, check_run_id, open_journal
 from orchestrator.journal.records import StepRecord, decode_result, encode_result, fingerprint
-from orchestrator.journal.sqlite import holder_id
+from orchestrator.journal.sql import holder_id
 from orchestrator.types import Request, Result
 
 if TYPE_CHECKING:

@@ -1,7 +1,9 @@
 """The "Done when" of issue 21: ``failover run --workflow`` SIGKILLed while phase 2 is in
 flight, then run again: no completed step is sent again and the result equals an
 uninterrupted run's; two processes racing to resume one run id: exactly one wins, the
-other is refused at once (exit 1, "being run by another process"), having sent nothing."""
+other is refused at once (exit 1, "being run by another process"), having sent nothing.
+Each on the SQLite file and on Postgres (a throwaway cluster; skipped without Postgres): there
+the second process is a second worker recovering the first one's run."""
 
 from __future__ import annotations
 
@@ -54,9 +56,9 @@ def _wait(what: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-@pytest.fixture
+@pytest.fixture(params=["sqlite", "postgres"])
 def setup(
-    tmp_path: Path, simulated_server: SimulatedServer
+    request: pytest.FixtureRequest, tmp_path: Path, simulated_server: SimulatedServer
 ) -> tuple[list[str], dict[str, str], SimulatedServer]:
     chain = write_chain(tmp_path, CHAIN)
     (tmp_path / "pr.diff").write_text("--- a/x\n+++ b/x\n+fix\n")
@@ -72,6 +74,9 @@ def setup(
         "--journal",
         str(tmp_path / "journal.db"),
     ]
+    if request.param == "postgres":
+        cmd[-1] = request.getfixturevalue("postgres_url")
+        # One database for the session: the run ids below are unique per test.
     return cmd, env, simulated_server
 
 
@@ -122,7 +127,7 @@ def test_two_processes_racing_to_resume_one_run_exactly_one_wins(
 ) -> None:
     cmd, env, sim = setup
     _killed_in_phase_two([*cmd, "--run-id", "pr-8"], env, sim)
-    sim.script("gemini", [Fault.delay(3.0)])  # the winner holds the run for seconds
+    sim.script("gemini", [Fault.delay(2.0)])  # the winner holds the run for seconds
     racers = [
         subprocess.Popen(
             [*cmd, "--run-id", "pr-8"],

@@ -12,7 +12,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.config import load_config
 from orchestrator.journal import JournalError, SQLiteJournal, open_journal
-from orchestrator.journal.sqlite import SCHEMA_VERSION
+from orchestrator.journal.sql import SCHEMA_VERSION
 from providers.simulated import Fault, SimulatedServer
 from tests.conftest import write_chain
 
