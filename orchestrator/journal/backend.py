@@ -2,7 +2,7 @@
 another durable store (a Temporal backend would implement the same five calls).
 
 A run is *claimed* by one holder at a time; the holder records each step as
-``started`` before its provider call and ``done`` (with its result) after, and
+``started`` before its provider call and ``done`` (with its result) or ``failed`` after, and
 renews its claim while it works. The names stored (``started``, ``done``,
 ``failed``; the columns) are part of the file format: a test pins them, so a
 refactor cannot strand runs in flight.
@@ -43,15 +43,12 @@ class Journal(Protocol):
         """The text a streaming step has delivered so far."""
         ...
 
-    def record_done(
-        self,
-        run_id: str,
-        step: str,
-        fingerprint: str,
-        result: dict[str, Any] | None,
-        error: str | None = None,
-    ) -> None:
-        """``step`` finished: its encoded result, or (``failed``) the kind of its error."""
+    def record_done(self, run_id: str, step: str, fingerprint: str, result: dict[str, Any]) -> None:
+        """``step`` finished: its encoded result (written before dependants start)."""
+        ...
+
+    def record_failed(self, run_id: str, step: str, fingerprint: str, error: str) -> None:
+        """``step`` failed: the kind of its error (its type's name, never its message)."""
         ...
 
     def release(self, run_id: str, holder: str, status: str) -> None:

@@ -143,7 +143,7 @@ class _JournaledSteps:
             else:
                 result = await call_step(step, request)
         except Exception as exc:  # a cancellation leaves it "started": it may have been paid
-            self.store.record_done(self.run_id, step.name, fp, None, type(exc).__name__)
+            self.store.record_failed(self.run_id, step.name, fp, type(exc).__name__)
             raise
         self.store.record_done(self.run_id, step.name, fp, encode_result(result))
         return result

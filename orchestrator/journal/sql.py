@@ -155,22 +155,21 @@ class SQLJournal:
             (text[:MAX_RECORD_CHARS], run_id, step),
         )
 
-    def record_done(
-        self,
-        run_id: str,
-        step: str,
-        fingerprint: str,
-        result: dict[str, Any] | None,
-        error: str | None = None,
+    def record_done(self, run_id: str, step: str, fingerprint: str, result: dict[str, Any]) -> None:
+        self._finish(run_id, step, fingerprint, "done", dumps(result), None)
+
+    def record_failed(self, run_id: str, step: str, fingerprint: str, error: str) -> None:
+        self._finish(run_id, step, fingerprint, "failed", None, error[:200])
+
+    def _finish(
+        self, run_id: str, step: str, fp: str, status: str, stored: str | None, error: str | None
     ) -> None:
         now = self._wall()
-        status = "done" if result is not None else "failed"
-        stored = None if result is None else dumps(result)
         with self._transaction():
             self._execute(
                 "UPDATE steps SET status=?, fingerprint=?, finished_at=?, result=?, error=?, "
                 "partial='' WHERE run_id=? AND step=?",
-                (status, fingerprint, now, stored, error, run_id, step),
+                (status, fp, now, stored, error, run_id, step),
             )
             self._execute("UPDATE runs SET updated_at=? WHERE run_id=?", (now, run_id))
 

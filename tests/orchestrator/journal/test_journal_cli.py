@@ -14,7 +14,7 @@ from orchestrator.config import load_config
 from orchestrator.journal import JournalError, SQLiteJournal, open_journal
 from orchestrator.journal.sql import SCHEMA_VERSION
 from providers.simulated import Fault, SimulatedServer
-from tests.conftest import write_chain
+from tests.conftest import simulated_chain
 
 CHAIN = """
     providers:
@@ -36,10 +36,8 @@ CHAIN = """
 def chain(
     tmp_path: Path, simulated_server: SimulatedServer, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    for var, value in simulated_server.environment().items():
-        monkeypatch.setenv(var, value)
     (tmp_path / "pr.diff").write_text("+fix\n")
-    return write_chain(tmp_path, CHAIN)
+    return simulated_chain(tmp_path, CHAIN, simulated_server, monkeypatch)
 
 
 def test_run_id_journals_in_the_chain_files_journal_and_runs_shows_it(
@@ -118,7 +116,7 @@ def test_the_stored_names_are_pinned(tmp_path: Path) -> None:
     store.record_started("r", "a", "fp")
     store.record_started("r", "b", "fp")
     store.record_done("r", "a", "fp", {"text": "t"})
-    store.record_done("r", "b", "fp", None, "ServerError")
+    store.record_failed("r", "b", "fp", "ServerError")
     db = sqlite3.connect(tmp_path / "j.db")
     columns = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("runs", "steps")}
     assert columns == {

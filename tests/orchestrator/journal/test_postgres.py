@@ -12,31 +12,29 @@ import pytest
 from orchestrator import Request
 from orchestrator.journal import JournalError, RunInProgress, open_journal
 from orchestrator.journal.postgres import PostgresJournal
-from orchestrator.workflow import Parallel, Phase, Step, Workflow
 from providers import FunctionProvider
+from tests.orchestrator.journal.test_journal_runs import counting, review_flow
 
 
-def _flow(calls: list[str], gate: asyncio.Event | None = None) -> Workflow:
+def _gated(calls: list[str], gate: asyncio.Event) -> FunctionProvider:
     async def answer(req: Request) -> str:
         calls.append(req.prompt)
-        if gate is not None:
-            await gate.wait()
-        return f"<{req.prompt}>"
+        await gate.wait()
+        return "ok"
 
-    p = FunctionProvider(answer, name="p")
-    return Workflow(
-        Phase("One", Parallel(Step("a", p, prompt="A {x}"), Step("b", p, prompt="B {x}"))),
-        Phase("Two", Step("c", p, prompt="C {a.text} {b.text}")),
-        name="pg",
-    )
+    return FunctionProvider(answer, name="p")
 
 
 async def test_a_workflow_runs_on_postgres_and_a_rerun_sends_nothing(postgres_url: str) -> None:
     calls: list[str] = []
     run_id = f"pg-{uuid.uuid4().hex[:8]}"
-    first = await _flow(calls).run({"x": "1"}, run_id=run_id, journal=postgres_url)
-    again = await _flow(calls).run({"x": "1"}, run_id=run_id, journal=postgres_url)
-    assert len(calls) == 3 and again["c"].text == first["c"].text == "<C <A 1> <B 1>>"
+    first = await review_flow(counting("p", calls)).run(
+        {"diff": "1"}, run_id=run_id, journal=postgres_url
+    )
+    again = await review_flow(counting("p", calls)).run(
+        {"diff": "1"}, run_id=run_id, journal=postgres_url
+    )
+    assert len(calls) == 3 and again["c"].text == first["c"].text == "p<C p<A 1> p<B 1>>"
     store, _ = open_journal(postgres_url)
     assert isinstance(store, PostgresJournal)
     shown = store.show_run(run_id)
@@ -53,7 +51,9 @@ async def test_workers_sharing_one_database_one_holds_each_run(postgres_url: str
     # Six workers, each with its own connection, resume one run id at once.
     runs = [
         asyncio.create_task(
-            _flow(calls, gate).run({"x": "1"}, run_id=run_id, journal=PostgresJournal(postgres_url))
+            review_flow(_gated(calls, gate)).run(
+                {"diff": "1"}, run_id=run_id, journal=PostgresJournal(postgres_url)
+            )
         )
         for _ in range(6)
     ]
