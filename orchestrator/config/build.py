@@ -282,6 +282,8 @@ def _phases(
                         node,
                         prompt=step.prompt,
                         continue_on_error=step.continue_on_error,
+                        on_interrupted=step.on_interrupted,
+                        mid_stream=step.mid_stream,
                     )
                 )
             except (ValueError, TypeError) as exc:

@@ -99,6 +99,10 @@ class StepSpec(Spec):
     agent: Name
     prompt: str | None = None
     continue_on_error: Flag = False
+    #: In a journaled run (``--run-id``): refuse a step a crash caught mid-call, or rerun it.
+    on_interrupted: Literal["rerun", "fail"] | None = None
+    #: In a journaled run: stream the step and continue from its journaled text after a crash.
+    mid_stream: Literal["continue"] | None = None
 
 
 class PhaseSpec(Spec):

@@ -95,6 +95,13 @@ def test_a_changed_input_is_refused_with_the_flag_to_use(
 def test_the_chain_files_journal_reaches_its_workflows(chain: Path) -> None:
     config = load_config(chain)
     assert config.workflows["review"].journal == str(chain.parent / "state" / "journal.db")
+    text = chain.read_text().replace(
+        'prompt: "Sum {a.text}"}',
+        'prompt: "Sum {a.text}", on_interrupted: fail, mid_stream: continue}',
+    )
+    chain.write_text(text)
+    b = [s for _, steps in load_config(chain).workflows["review"].steps_by_node() for s in steps][1]
+    assert (b.name, b.on_interrupted, b.mid_stream) == ("b", "fail", "continue")
 
 
 def test_journal_urls(tmp_path: Path) -> None:
