@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.cli import main
 from providers.simulated import Fault, SimulatedServer
 from tests.conftest import write_chain
 
@@ -99,12 +100,14 @@ def _killed_in_phase_two(cmd: list[str], env: dict[str, str], sim: SimulatedServ
 
 def test_a_killed_run_resumes_without_sending_completed_steps_again(
     setup: tuple[list[str], dict[str, str], SimulatedServer],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     cmd, env, sim = setup
-    whole = subprocess.run(
-        [*cmd, "--run-id", "whole"], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert whole.returncode == 0, whole.stderr
+    for var, value in sim.environment().items():  # the uninterrupted run, in this process
+        monkeypatch.setenv(var, value)
+    assert main([*cmd[1:], "--run-id", "whole"]) == 0
+    whole = capsys.readouterr().out
     sim.reset()
     _killed_in_phase_two([*cmd, "--run-id", "pr-7"], env, sim)
     again = subprocess.run(
@@ -112,14 +115,9 @@ def test_a_killed_run_resumes_without_sending_completed_steps_again(
     )
     assert again.returncode == 0, again.stderr
     assert _counts(sim) == (1, 1, 2)  # only the step in flight was sent again
-    assert again.stdout == whole.stdout
-    shown = subprocess.run(
-        [str(FAILOVER), "runs", "show", "pr-7", "--journal", cmd[-1], "--plain"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "3/3 steps done" in shown.stdout, shown.stdout + shown.stderr
+    assert again.stdout == whole
+    assert main(["runs", "show", "pr-7", "--journal", cmd[-1], "--plain"]) == 0
+    assert "3/3 steps done" in capsys.readouterr().out
 
 
 def test_two_processes_racing_to_resume_one_run_exactly_one_wins(
