@@ -203,6 +203,8 @@ def _step(row: Sequence[Any]) -> StepRecord:
     """A steps row as a record; a stored result that is too large or not JSON is refused."""
     step, status, fp, started, finished, result, partial, error = row
     data = None
+    if len(partial or "") > MAX_RECORD_CHARS:
+        raise JournalError(f"journal: step {step!r}'s streamed text is over {MAX_RECORD_CHARS}")
     if result is not None:
         if len(result) > MAX_RECORD_CHARS:
             raise JournalError(f"journal: step {step!r}'s record is over {MAX_RECORD_CHARS} chars")

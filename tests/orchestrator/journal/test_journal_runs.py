@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator import FallbackAgent, Request, Response
 from orchestrator.journal import RunInProgress, SQLiteJournal, StepInterrupted, WorkflowChanged
+from orchestrator.journal.records import MAX_RECORD_CHARS
 from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
 
@@ -215,6 +216,12 @@ async def test_the_journal_keeps_no_request_text_and_refuses_a_corrupt_record(
     from orchestrator.journal import JournalError
 
     with pytest.raises(JournalError, match="not readable JSON"):
+        await wf.run({"x": "PROMPT"}, run_id="r", journal=path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE steps SET result=NULL, partial=?", ("x" * (MAX_RECORD_CHARS + 1),))
+    db.commit()
+    db.close()
+    with pytest.raises(JournalError, match="streamed text is over"):
         await wf.run({"x": "PROMPT"}, run_id="r", journal=path)
 
 
