@@ -8,7 +8,7 @@ synchronous=NORMAL, and durable=True's FULL, an fsync per record); DBOS on SQLit
 DBOS). Also: the cold import of each engine in a fresh interpreter, and four
 processes claiming one run id at once (exactly one must win).
 
-    python bench/journal.py [--steps 200] [--no-dbos]
+    python bench/journal.py [--steps 200] [--no-dbos] [--postgres postgresql://...]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from orchestrator import Request
-from orchestrator.journal import SQLiteJournal
+from orchestrator.journal import Journal, SQLiteJournal
 from orchestrator.workflow import Phase, Step, Workflow
 from providers import FunctionProvider
 
@@ -37,11 +37,11 @@ def workflow(steps: int) -> Workflow:
     return Workflow(*(Phase(f"p{i}", Step(f"s{i}", p, prompt=f"{i}")) for i in range(steps)))
 
 
-def per_step_ms(steps: int, journal: Path | SQLiteJournal | None, rounds: int = 5) -> float:
+def per_step_ms(steps: int, journal: Path | Journal | None, rounds: int = 5) -> float:
     """Median over ``rounds`` of the wall time per step of one run (a new run id each)."""
     wf, times = workflow(steps), []
     for r in range(rounds):
-        kwargs = {} if journal is None else {"run_id": f"r{r}", "journal": journal}
+        kwargs = {} if journal is None else {"run_id": f"r{r}-{time.time()}", "journal": journal}
         t0 = time.perf_counter()
         asyncio.run(wf.run({}, **kwargs))  # type: ignore[arg-type]
         times.append((time.perf_counter() - t0) / steps * 1000)
@@ -134,6 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--no-dbos", action="store_true")
+    parser.add_argument("--postgres", help="also measure PostgresJournal on this database")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
@@ -144,6 +145,11 @@ def main() -> None:
         print(f"per step, SQLite journal:    {ours:.3f} ms (+{ours - bare:.3f} ms)")
         print(f"per step, same, durable=True: {full:.3f} ms (+{full - bare:.3f} ms)")
         print(f"import orchestrator.journal: {import_ms('orchestrator.journal'):.0f} ms")
+        if args.postgres:
+            from orchestrator.journal.postgres import PostgresJournal
+
+            pg = per_step_ms(args.steps, PostgresJournal(args.postgres))
+            print(f"per step, Postgres journal:  {pg:.3f} ms (+{pg - bare:.3f} ms)")
         try:
             import dbos  # noqa: F401
         except ImportError:
