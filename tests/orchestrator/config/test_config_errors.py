@@ -141,7 +141,8 @@ def test_toml_array_of_tables_lines(tmp_path: Path) -> None:
     )
     assert str(err.problems[1]) == (
         f"{path}:10: workflows.w.phases[1].steps[0].agnt: unknown key "
-        "(did you mean 'agent'?); allowed here: agent, continue_on_error, name, prompt"
+        "(did you mean 'agent'?); allowed here: agent, continue_on_error, mid_stream, name, "
+        "on_interrupted, prompt"
     )
 
 
