@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     from orchestrator.engine.deadlines import DEFAULT_IDLE_TIMEOUT, PROGRESS
     from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.ignored import IgnoredSetting
+    from orchestrator.journal import (
+        Journal,
+        JournalError,
+        RunInProgress,
+        SQLiteJournal,
+        StepInterrupted,
+        WorkflowChanged,
+    )
+    from orchestrator.journal.postgres import PostgresJournal
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
         REASONS,
@@ -72,6 +81,13 @@ _LAZY = {
     "FallbackError": "orchestrator.errors",
     "HookError": "orchestrator.errors",
     "IgnoredSetting": "orchestrator.ignored",
+    "Journal": "orchestrator.journal",
+    "JournalError": "orchestrator.journal",
+    "RunInProgress": "orchestrator.journal",
+    "SQLiteJournal": "orchestrator.journal",
+    "PostgresJournal": "orchestrator.journal.postgres",
+    "StepInterrupted": "orchestrator.journal",
+    "WorkflowChanged": "orchestrator.journal",
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
@@ -94,15 +110,21 @@ __all__ = [
     "FallbackError",
     "HookError",
     "IgnoredSetting",
+    "Journal",
+    "JournalError",
     "Message",
     "Parallel",
     "Phase",
+    "PostgresJournal",
     "Provider",
     "Request",
     "Response",
     "Result",
     "RetryPolicy",
+    "RunInProgress",
+    "SQLiteJournal",
     "Step",
+    "StepInterrupted",
     "Stop",
     "StreamingProvider",
     "SystemClock",
@@ -111,6 +133,7 @@ __all__ = [
     "ToolCallDelta",
     "Usage",
     "Workflow",
+    "WorkflowChanged",
     "WorkflowError",
     "WorkflowResult",
     "errors",

@@ -43,10 +43,15 @@ and ``reason`` (the documented ``Attempt.reason``; ``None`` reads as ``"error"``
         ├── FallbackError              every child failed; .attempts holds each attempt
         ├── HookError                  a control hook raised; the hook's exception is __cause__
         ├── ConfigError                (also a ValueError) the chain file cannot be used
+        ├── JournalError               a durable run's journal refused it: stop, nothing sent
+        │   ├── RunInProgress          another live process holds the run id
+        │   ├── StepInterrupted        a step with on_interrupted='fail' was cut mid-call
+        │   └── WorkflowChanged        completed steps' prompt, inputs or chain changed
         └── WorkflowError              a workflow step failed; .error is the step's error
 
-``ConfigError`` lives in :mod:`orchestrator.config.problems` and ``WorkflowError``
-in :mod:`orchestrator.workflow`; both derive from :class:`FailoverError`.
+``ConfigError`` lives in :mod:`orchestrator.config.problems`, ``WorkflowError``
+in :mod:`orchestrator.workflow` and ``JournalError`` in :mod:`orchestrator.journal`;
+all derive from :class:`FailoverError`.
 Messages never contain request text or credentials: they name the provider,
 the HTTP status (when there is one) and a short reason.
 """

@@ -16,7 +16,7 @@ import asyncio
 import string
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import events
 from orchestrator.engine.agent import FallbackAgent
@@ -24,9 +24,21 @@ from orchestrator.errors import FailoverError, FallbackError, ProviderError
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Provider, Request, Response, Result, Usage
 
-__all__ = ["Parallel", "Phase", "Step", "Workflow", "WorkflowError", "WorkflowResult"]
+if TYPE_CHECKING:
+    from orchestrator.journal.open import JournalSpec
+
+__all__ = [
+    "Parallel",
+    "Phase",
+    "Step",
+    "Workflow",
+    "WorkflowError",
+    "WorkflowResult",
+    "call_step",
+]
 
 PromptFn = Callable[[Mapping[str, Any]], "str | Request"]
+RunStep = Callable[["Step", Mapping[str, Any]], Coroutine[Any, Any, Result]]
 _RESULT_FIELDS = {f.name for f in fields(Result)} | {"usage", "cost_usd", "failed_attempts"}
 
 
@@ -48,6 +60,13 @@ class WorkflowError(FailoverError):
         return (WorkflowError, (self.phase, self.step, self.error))
 
 
+async def call_step(step: Step, request: Request) -> Result:
+    """One call of ``step``'s chain with its rendered ``request`` (and its schema)."""
+    if step.schema is not None:
+        return await step.node.run(request, schema=step.schema)
+    return await step.node.run(request)
+
+
 def give_input(name: str) -> str:
     """How to give a workflow the input ``name``: on the command line and in Python."""
     return f"give it: --input {name}=... on the command line, run({{{name!r}: ...}}) in Python"
@@ -58,6 +77,9 @@ class Step:
 
     ``node`` is a ``FallbackAgent``, or anything with a ``name`` and ``async
     complete(request)`` (a provider, a ``Workflow``), which runs as a chain of one.
+    In a journaled run: ``on_interrupted="fail"`` refuses to send the step again when a
+    crash caught it mid-call (its effects must not repeat); ``mid_stream="continue"``
+    streams it, journaling the text seen, and a re-run continues from that text.
     """
 
     def __init__(
@@ -68,6 +90,8 @@ class Step:
         prompt: str | PromptFn | None = None,
         continue_on_error: bool = False,
         schema: type[Any] | None = None,
+        on_interrupted: Literal["rerun", "fail"] | None = None,
+        mid_stream: Literal["continue"] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(
@@ -86,6 +110,11 @@ class Step:
         self.name, self.prompt = name, prompt
         self.node: FallbackAgent = node
         self.continue_on_error, self.schema = continue_on_error, schema
+        if on_interrupted not in (None, "rerun", "fail") or mid_stream not in (None, "continue"):
+            raise ValueError(f"Step({name!r}): on_interrupted is rerun|fail, mid_stream continue")
+        if mid_stream is not None and schema is not None:
+            raise ValueError(f"Step({name!r}): mid_stream='continue' streams text; not with schema")
+        self.on_interrupted, self.mid_stream = on_interrupted, mid_stream
 
     def references(self) -> list[tuple[str, str | None]]:
         """(root name, first attribute) of every template field in ``prompt``."""
@@ -167,17 +196,19 @@ class WorkflowResult(Mapping[str, Result]):
 class Workflow:
     """Phases of steps, run in order; also usable as a provider inside a FallbackAgent."""
 
-    def __init__(self, *phases: Phase, name: str | None = None) -> None:
+    def __init__(
+        self, *phases: Phase, name: str | None = None, journal: JournalSpec | None = None
+    ) -> None:
         if not phases or not all(isinstance(p, Phase) for p in phases):
             raise TypeError("Workflow: give one or more Phase(...) objects")
-        self.phases = phases
+        self.phases, self.journal = phases, journal
         self.name = name or "workflow(" + ",".join(p.name for p in phases) + ")"
         self._check_references()
 
     def _check_references(self) -> None:
         """Step names are unique; ``{step.attr}`` fields name real Result fields."""
         earlier: set[str] = set()
-        for phase, steps in self._by_node():
+        for phase, steps in self.steps_by_node():
             for step in steps:
                 if step.name in earlier:
                     raise ValueError(f"Workflow: step name {step.name!r} is used twice")
@@ -200,7 +231,7 @@ class Workflow:
         nor an earlier step; ``run`` calls it before anything is sent (so does
         ``failover check``)."""
         seen: set[str] = set(inputs)
-        for phase, node_steps in self._by_node():
+        for phase, node_steps in self.steps_by_node():
             for step in node_steps:
                 for root, _ in step.references():
                     if root not in seen:
@@ -216,21 +247,49 @@ class Workflow:
                         )
             seen.update(s.name for s in node_steps)
 
-    def _by_node(self) -> Iterator[tuple[Phase, tuple[Step, ...]]]:
+    def steps_by_node(self) -> Iterator[tuple[Phase, tuple[Step, ...]]]:
+        """Each phase with the steps of each of its nodes, in declaration order."""
         for p in self.phases:
             for node in p.nodes:
                 yield p, (node.steps if isinstance(node, Parallel) else (node,))
 
-    async def run(self, inputs: Mapping[str, Any] | str | None = None) -> WorkflowResult:
-        """Run every phase in order; returns each step's Result, raises WorkflowError."""
+    async def run(
+        self,
+        inputs: Mapping[str, Any] | str | None = None,
+        *,
+        run_id: str | None = None,
+        journal: JournalSpec | None = None,
+        on_interrupted: Literal["rerun", "fail"] = "rerun",
+        restart_changed: bool = False,
+    ) -> WorkflowResult:
+        """Run every phase in order; returns each step's Result, raises WorkflowError.
+
+        With ``run_id``, the run is durable: each step is journaled in ``journal`` (else
+        the workflow's, else ``.failover/journal.db``), and running the same id again
+        returns completed steps without a request (see :mod:`orchestrator.journal`).
+        """
         ctx: dict[str, Any] = {"input": inputs} if isinstance(inputs, str) else dict(inputs or {})
         self.check_inputs(ctx)  # before anything is called
+        if run_id is None:
+            if journal is not None:
+                raise ValueError("Workflow.run: journal= needs run_id= (the run to record)")
+            return await self.run_phases(ctx, self._run_step)
+        from orchestrator.journal.open import DEFAULT_JOURNAL
+        from orchestrator.journal.runner import run_durably
+
+        where = journal if journal is not None else self.journal or DEFAULT_JOURNAL
+        return await run_durably(
+            self, ctx, run_id, where, on_interrupted=on_interrupted, restart_changed=restart_changed
+        )
+
+    async def run_phases(self, ctx: dict[str, Any], run_step: RunStep) -> WorkflowResult:
+        """Every phase in order, each step through ``run_step`` (a journal's, or a call)."""
         out = WorkflowResult()
         for phase in self.phases:
             for node in phase.nodes:
                 steps = node.steps if isinstance(node, Parallel) else (node,)
                 limit = node.limit if isinstance(node, Parallel) else None
-                await self._run_group(phase, steps, limit, ctx, out)
+                await self._run_group(phase, steps, limit, ctx, out, run_step)
         return out
 
     async def _run_group(
@@ -240,6 +299,7 @@ class Workflow:
         limit: int | None,
         ctx: dict[str, Any],
         out: WorkflowResult,
+        run_step: RunStep,
     ) -> None:
         sem = asyncio.Semaphore(limit or len(steps))
         done: dict[str, Result] = {}
@@ -249,7 +309,7 @@ class Workflow:
             async with sem:
                 try:
                     with events.in_step(step.name):
-                        result = await self._run_step(step, ctx)
+                        result = await run_step(step, ctx)
                 except Exception as e:
                     if step.continue_on_error:
                         failed[step.name] = e
@@ -270,10 +330,7 @@ class Workflow:
 
     @staticmethod
     async def _run_step(step: Step, ctx: Mapping[str, Any]) -> Result:
-        request = step.render(ctx)
-        if step.schema is not None:
-            return await step.node.run(request, schema=step.schema)
-        return await step.node.run(request)
+        return await call_step(step, step.render(ctx))
 
     async def _gather(
         self, steps: tuple[Step, ...], one: Callable[[Step], Coroutine[Any, Any, None]]
@@ -331,7 +388,7 @@ class Workflow:
 
     def _last_step(self) -> str:
         """The step declared last (its text is the workflow's reply as a provider)."""
-        return [s.name for _, steps in self._by_node() for s in steps][-1]
+        return [s.name for _, steps in self.steps_by_node() for s in steps][-1]
 
     def __repr__(self) -> str:
         return f"Workflow(name={self.name!r}, phases={[p.name for p in self.phases]!r})"

@@ -77,6 +77,14 @@ def write_chain(directory: Path, text: str, name: str = "chain.yaml") -> Path:
     return path
 
 
+def simulated_chain(directory: Path, text: str, sim: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The chain file ``text`` in ``directory``, with the environment pointing its vendor
+    providers (built with no base_url and no api_key) at the simulated server ``sim``."""
+    for var, value in sim.environment().items():
+        monkeypatch.setenv(var, value)
+    return write_chain(directory, text)
+
+
 async def wait_until_cancelled(cancelled: asyncio.Event) -> None:
     """Wait forever; when cancelled, set ``cancelled`` and let the cancellation go on."""
     try:

@@ -8,6 +8,8 @@
     failover run chain.yaml --workflow release --input topic=x  # every step's answer
     failover check chain.yaml --ping                            # validate; ping each provider
     failover health chain.yaml --json                           # circuits in the shared store
+    failover run chain.yaml --workflow w --run-id pr-1          # durable: rerun skips done steps
+    failover runs list | failover runs show pr-1                # what the journal holds
     failover simulate --port 8787 --script faults.json          # the simulated server (plug-in)
     failover demo                                               # the example chains (plug-in)
 
@@ -34,7 +36,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from orchestrator import events
-from orchestrator.cli import check, health, run
+from orchestrator.cli import check, health, run, runs
 from orchestrator.cli.plugins import GROUP, Command, load_commands
 from orchestrator.cli.text import MAX_STDIN_BYTES, UsageError, tolerant_stdout
 
@@ -133,6 +135,11 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
             "each provider's circuit from the chain file's shared health store",
             health.add_arguments,
             health.health,
+        ),
+        "runs": _Builtin(
+            "durable workflow runs in a journal: list them, or show one's steps",
+            runs.add_arguments,
+            runs.runs,
         ),
     }
     notes = [_NO_PLUGINS] if not plugins else []

@@ -19,7 +19,7 @@ from orchestrator.cli.preflight import check_workflow, load, names
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.report import failure_json, result_json
 from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
-from orchestrator.cli.text import UsageError, read_stdin, readable
+from orchestrator.cli.text import UsageError, read_file_input, read_stdin, readable
 from orchestrator.config import Config
 from orchestrator.errors import FallbackError, HookError, ProviderError
 from orchestrator.tasks import cancel_and_wait
@@ -64,7 +64,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="workflow input (repeatable); the prompt is the input named 'input'",
+        help="workflow input (repeatable); NAME=@PATH reads a file; the prompt is the input "
+        "named 'input'",
+    )
+    durable = parser.add_argument_group("durable workflows (see 'failover runs')")
+    durable.add_argument(
+        "--run-id", help="journal the run under this id; rerun it to skip completed steps"
+    )
+    durable.add_argument(
+        "--journal",
+        help="journal path, sqlite:///PATH or postgresql://... (default: the chain file's "
+        "journal:, else .failover/journal.db)",
+    )
+    durable.add_argument(
+        "--restart-changed",
+        action="store_true",
+        help="run again the completed steps whose prompt, inputs or chain changed",
+    )
+    durable.add_argument(
+        "--on-interrupted",
+        choices=("rerun", "fail"),
+        default="rerun",
+        help="a step a crash caught mid-call: send it again (default) or refuse",
     )
 
 
@@ -102,7 +123,7 @@ def _inputs(args: argparse.Namespace, prompt: str | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
             raise UsageError(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
-        inputs[name] = readable(value)
+        inputs[name] = read_file_input(value[1:]) if value.startswith("@") else readable(value)
     if prompt is not None:
         inputs["input"] = prompt
     return inputs
@@ -117,6 +138,10 @@ def _check_flags(args: argparse.Namespace, kind: str) -> None:
         raise UsageError("--stream prints text as it arrives, --json one document: choose one")
     if args.stream and kind == "workflow":
         raise UsageError(_STREAM_WORKFLOW)
+    if kind == "agent" and (args.run_id or args.journal or args.restart_changed):
+        raise UsageError("--run-id, --journal and --restart-changed are for workflows")
+    if args.journal and not args.run_id:
+        raise UsageError("--journal records a run: give it an id with --run-id")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,14 +248,23 @@ async def _run_agent(config: Config, name: str, prompt: str, args: argparse.Name
 async def _run_workflow(
     config: Config, name: str, inputs: dict[str, str], args: argparse.Namespace
 ) -> int:
+    from orchestrator.journal import JournalError
     from orchestrator.workflow import WorkflowError
 
     workflow = config.workflows[name]
+    durable: dict[str, Any] = {}
+    if args.run_id:
+        durable = {
+            "run_id": args.run_id,
+            "journal": args.journal,
+            "restart_changed": args.restart_changed,
+            "on_interrupted": args.on_interrupted,
+        }
     try:
-        if args.timeout is not None:
-            results = await asyncio.wait_for(workflow.run(inputs), args.timeout)
-        else:
-            results = await workflow.run(inputs)
+        results = await asyncio.wait_for(workflow.run(inputs, **durable), args.timeout)
+    except JournalError as exc:  # refused before anything was sent
+        print(f"failover: workflow {name}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except WorkflowError as exc:
         print(f"failover: workflow {name}: {exc}", file=sys.stderr)
         if args.json:

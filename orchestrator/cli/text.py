@@ -46,6 +46,19 @@ def read_stdin(stdin: TextIO) -> str:
     return text
 
 
+def read_file_input(path: str) -> str:
+    """``--input NAME=@PATH``: the file as text, at most ``MAX_STDIN_BYTES``, undecodable
+    bytes as U+FFFD."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_STDIN_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"--input @{path}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_STDIN_BYTES:
+        raise UsageError(f"--input @{path}: more than {MAX_STDIN_BYTES >> 20} MiB")
+    return data.decode("utf-8", errors="replace")
+
+
 def readable(text: str) -> str:
     """Text from argv or a text stream with its undecodable bytes (lone surrogates) as U+FFFD."""
     try:

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path as FilePath
 from typing import Any
 
 from orchestrator.config.health import build_health
@@ -232,14 +233,22 @@ def build_workflows(
     from orchestrator.workflow import Workflow
 
     out: dict[str, Any] = {}
+    journal = _journal(src, spec.journal)
     for name, wspec in spec.workflows.items():
         phases = _phases(src, name, wspec, agents, built, env)
         try:
-            out[name] = Workflow(*phases, name=name)
+            out[name] = Workflow(*phases, name=name, journal=journal)
         except (ValueError, TypeError) as exc:
             where: Path = ("workflows", name)
             raise ConfigError([constructor_problem(src, where, exc, env)]) from None
     return out
+
+
+def _journal(src: Source, journal: str | None) -> str | None:
+    """``journal:``; a plain relative path is relative to the chain file."""
+    if journal is None or "://" in journal or FilePath(journal).is_absolute():
+        return journal
+    return str(FilePath(src.file).parent / journal)
 
 
 def _phases(
@@ -280,6 +289,8 @@ def _phases(
                         node,
                         prompt=step.prompt,
                         continue_on_error=step.continue_on_error,
+                        on_interrupted=step.on_interrupted,
+                        mid_stream=step.mid_stream,
                     )
                 )
             except (ValueError, TypeError) as exc:

@@ -100,6 +100,10 @@ class StepSpec(Spec):
     agent: Name
     prompt: str | None = None
     continue_on_error: Flag = False
+    #: In a journaled run (``--run-id``): refuse a step a crash caught mid-call, or rerun it.
+    on_interrupted: Literal["rerun", "fail"] | None = None
+    #: In a journaled run: stream the step and continue from its journaled text after a crash.
+    mid_stream: Literal["continue"] | None = None
 
 
 class PhaseSpec(Spec):
@@ -125,6 +129,9 @@ class FileSpec(Spec):
     agents: dict[Name, AgentSpec] = Field(default_factory=dict)
     workflows: dict[Name, WorkflowSpec] = Field(default_factory=dict)
     gateway: GatewaySpec | None = None
+    #: Where the workflows journal their runs (``failover run --run-id``): a path (relative
+    #: to this file), ``sqlite:///PATH`` or ``postgresql://...``.
+    journal: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,5 +147,6 @@ class ChainSpec:
     agents: dict[str, AgentSpec]
     workflows: dict[str, WorkflowSpec]
     gateway: GatewaySpec | None = None
+    journal: str | None = None
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     origins: dict[str, Path] = field(default_factory=dict)

@@ -56,7 +56,9 @@ def validate(src: Source, env: EnvValues) -> ChainSpec:
     if problems or file is None:
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
-    return ChainSpec(providers, file.agents, file.workflows, file.gateway, groups, origins)
+    return ChainSpec(
+        providers, file.agents, file.workflows, file.gateway, file.journal, groups, origins
+    )
 
 
 def _provider(

@@ -22,6 +22,7 @@ __all__ = [
     "Buffered",
     "Delivery",
     "Streamed",
+    "continued",
     "takes_prefill",
 ]
 
@@ -145,21 +146,7 @@ class Streamed:
             self.sink.put_nowait(text)
 
     def _with_prefix(self, request: Request, prefill: bool) -> Request:
-        """The request continuing the delivered text: as the assistant's prefix (a
-        prefill), or for a provider that takes none, that turn then a user turn asking
-        to continue it exactly (:data:`CONTINUE_ASK`)."""
-        text = "".join(self.delivered)
-        seen = request.metadata.get(PREFIX_CHARS)
-        msgs = list(request.messages)
-        if isinstance(seen, int) and msgs and msgs[-1].role == "assistant":
-            # before_fallback saw (and may have redacted) the prefix up to ``seen`` chars:
-            # keep its version and add only what was streamed since.
-            msgs[-1] = Message("assistant", msgs[-1].content + text[seen:])
-        else:
-            msgs.append(Message("assistant", text))
-        if not prefill:
-            msgs.append(Message("user", CONTINUE_ASK))
-        return request.replace(messages=msgs)
+        return continued(request, "".join(self.delivered), prefill=prefill)
 
     def _first_chunk(self) -> None:
         assert self.on_chunk is not None
@@ -206,6 +193,23 @@ CONTINUE_ASK = (
     "Your answer above was cut off. Continue it exactly from where it stops: reply with "
     "only the text that comes next, without repeating any of it or adding anything before it."
 )
+
+
+def continued(request: Request, text: str, *, prefill: bool) -> Request:
+    """``request`` continuing ``text`` (a cut answer): as the assistant's prefix (a
+    prefill), or for a provider that takes none, that turn then a user turn asking
+    to continue it exactly (:data:`CONTINUE_ASK`). A resumed journal step uses it too."""
+    seen = request.metadata.get(PREFIX_CHARS)
+    msgs = list(request.messages)
+    if isinstance(seen, int) and msgs and msgs[-1].role == "assistant":
+        # before_fallback saw (and may have redacted) the prefix up to ``seen`` chars:
+        # keep its version and add only what was streamed since.
+        msgs[-1] = Message("assistant", msgs[-1].content + text[seen:])
+    else:
+        msgs.append(Message("assistant", text))
+    if not prefill:
+        msgs.append(Message("user", CONTINUE_ASK))
+    return request.replace(messages=msgs)
 
 
 def takes_prefill(child: Any) -> bool:

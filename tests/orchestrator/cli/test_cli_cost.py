@@ -12,7 +12,7 @@ from orchestrator import FallbackAgent, Response, Usage
 from orchestrator.cli import main
 from orchestrator.errors import InvalidOutput, ServerError
 from providers.simulated import Fault, SimulatedServer
-from tests.conftest import Scripted, write_chain
+from tests.conftest import Scripted, simulated_chain
 
 # No base_url and no api_key: the providers read the simulator's from the environment.
 CHAIN = """
@@ -29,9 +29,7 @@ CHAIN = """
 def chain(
     tmp_path: Path, simulated_server: SimulatedServer, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    for var, value in simulated_server.environment().items():
-        monkeypatch.setenv(var, value)
-    return write_chain(tmp_path, CHAIN)
+    return simulated_chain(tmp_path, CHAIN, simulated_server, monkeypatch)
 
 
 def _verbose(chain: Path, agent: str, capsys: pytest.CaptureFixture[str]) -> list[str]:

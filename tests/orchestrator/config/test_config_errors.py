@@ -141,7 +141,8 @@ def test_toml_array_of_tables_lines(tmp_path: Path) -> None:
     )
     assert str(err.problems[1]) == (
         f"{path}:10: workflows.w.phases[1].steps[0].agnt: unknown key "
-        "(did you mean 'agent'?); allowed here: agent, continue_on_error, name, prompt"
+        "(did you mean 'agent'?); allowed here: agent, continue_on_error, mid_stream, name, "
+        "on_interrupted, prompt"
     )
 
 
@@ -172,7 +173,7 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
     path = write(tmp_path, "chain.yaml", "agent: {}\n")
     assert str(error_of(path)) == (
         f"{path}:1: agent: unknown key (did you mean 'agents'?); "
-        "allowed here: agents, gateway, providers, workflows"
+        "allowed here: agents, gateway, journal, providers, workflows"
     )
 
 
