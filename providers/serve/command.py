@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.config import ConfigError, load_config
 from providers.serve.auth import ENV, GatewayKeys, hash_key, is_loopback
-from providers.serve.settings import GatewaySettings
+from providers.serve.settings import SERVERS, GatewaySettings
 
 __all__ = ["command", "main"]
 
@@ -22,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (8080; 0 = any free one)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="aiohttp",
+        help="the HTTP server: aiohttp, or granian (Rust; the serve extra) (aiohttp)",
+    )
     parser.add_argument(
         "--keys-file", help="file of hashed gateway keys (lines 'sha256:<hex>'); see --hash-key"
     )
@@ -80,6 +86,7 @@ def _settings(args: argparse.Namespace) -> GatewaySettings:
         grace=args.grace,
         body_min_rate=args.body_min_rate,
         public_metrics=args.public_metrics,
+        server=args.server,
     )
 
 

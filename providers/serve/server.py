@@ -22,6 +22,7 @@ from orchestrator import IgnoredSetting
 from orchestrator.config import load_config
 from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
+from providers.serve.gateway import Gateway
 from providers.serve.meters import install_meter_provider
 from providers.serve.models import Models
 from providers.serve.protocol import GatewayRunner
@@ -59,7 +60,13 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``models`` on ``sock`` until ``stop`` is set, then drain (see the module docstring)."""
+    """Serve ``models`` on ``sock`` until ``stop`` is set, then drain (see the module docstring),
+    on the server ``settings.server`` names."""
+    if settings.server == "granian":
+        from providers.serve.rsgi import serve_granian
+
+        await serve_granian(Gateway(models, keys, settings), settings, sock, stop, on_ready)
+        return
     app = build_app(models, keys, settings)
     runner = GatewayRunner(
         app,
