@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
 from orchestrator.telemetry.installed import PerProvider, api, meter_provider
+from orchestrator.telemetry.tallies import Tally
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -42,18 +43,18 @@ class Instruments:
         self.first_chunk = _histogram(
             meter, n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."
         )
-        self.attempts = meter.create_counter(
-            n.METRIC_ATTEMPTS,
-            unit="{attempt}",
-            description="Attempts, by provider and failover decision.",
+        #: Counters are tallies read at collection time (see orchestrator.telemetry.tallies).
+        self.attempts = _counter(
+            meter, n.METRIC_ATTEMPTS, "{attempt}", "Attempts, by provider and failover decision."
         )
-        self.fallbacks = meter.create_counter(
+        self.fallbacks = _counter(
+            meter,
             n.METRIC_FALLBACKS,
-            unit="{fallback}",
-            description="Hand-overs from one child to the next, by reason.",
+            "{fallback}",
+            "Hand-overs from one child to the next, by reason.",
         )
-        self.cost = meter.create_counter(
-            n.METRIC_COST, unit="USD", description="Cost of attempts, by provider and model."
+        self.cost = _counter(
+            meter, n.METRIC_COST, "USD", "Cost of attempts, by provider and model."
         )
         meter.create_observable_gauge(
             n.METRIC_CIRCUIT,
@@ -90,6 +91,15 @@ class Instruments:
                 states[child.name] = max(state, states.get(child.name, 0))
         observation = api()[1].Observation
         return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
+
+
+def _counter(meter: Any, name: str, unit: str, description: str) -> Tally:
+    """A :class:`Tally` exported as an observable counter named ``name``."""
+    tally = Tally()
+    meter.create_observable_counter(
+        name, callbacks=[tally.observe], unit=unit, description=description
+    )
+    return tally
 
 
 def _histogram(meter: Any, name: str, unit: str, description: str) -> Any:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError
+from orchestrator import FallbackAgent, FallbackError, Request, Response, Usage
 from orchestrator.health import MemoryHealthStore, RedisHealthStore
-from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
+from providers import AnthropicMessages, Fault, FunctionProvider, OpenAIChat, SimulatedServer
 from tests.orchestrator.health.redis.conftest import RedisServer
 from tests.orchestrator.telemetry.conftest import Otel
 
@@ -132,3 +133,43 @@ async def test_circuit_state_gauge_from_the_redis_store(
             assert states == {"openai:gpt-sim": 2}
     finally:
         await store.aclose()
+
+
+async def test_counters_are_tallies_read_at_collection(
+    otel: Otel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's synchronous path (a measurement, its attributes hashed, a lock, per reader)
+    # cost several microseconds a record: the counters are plain tallies read by observable
+    # counters when a reader collects, so a call records only its histograms synchronously.
+    from opentelemetry.sdk.metrics._internal.measurement_consumer import (
+        SynchronousMeasurementConsumer,
+    )
+
+    recorded: list[str] = []
+    consume = SynchronousMeasurementConsumer.consume_measurement
+
+    def counted(self: Any, measurement: Any) -> None:
+        recorded.append(measurement.instrument.name)
+        consume(self, measurement)
+
+    monkeypatch.setattr(SynchronousMeasurementConsumer, "consume_measurement", counted)
+
+    async def reply(request: Request) -> Response:
+        return Response("ok", usage=Usage(5, 2), cost_usd=0.25)
+
+    agent = FallbackAgent([FunctionProvider(reply, name="fn")], tracing=False)
+    await asyncio.gather(*(agent.run("x") for _ in range(40)))  # many in flight at once
+    assert sorted(set(recorded)) == [
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.token.usage",
+    ]
+    (attempts,) = otel.points("failover.attempts")
+    assert attempts.value == 40 and dict(attempts.attributes) == {
+        "failover.provider": "fn",
+        "failover.decision": "success",
+    }
+    (cost,) = otel.points("failover.cost")
+    assert cost.value == 10.0
+    await agent.run("x")
+    (attempts,) = otel.points("failover.attempts")
+    assert attempts.value == 41  # cumulative, as the synchronous counter was

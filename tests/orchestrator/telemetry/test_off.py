@@ -51,6 +51,7 @@ def test_public_api_is_exactly_all() -> None:
         "prometheus",
         "propagation",
         "spans",
+        "tallies",
     }
     public = {n for n in dir(telemetry) if not n.startswith("_")} - {"annotations"} - modules
     assert set(telemetry.__all__) == public
