@@ -2,6 +2,7 @@
 (the new floor) and the SSE storm (512 concurrent streams through one worker).
 
     python bench/edges.py --granian-floor UPSTREAM --port PORT   # run the floor alone
+    python bench/edges.py --granian-trivial rsgi|asgi --port PORT
 
 The floor needs ``pip install pyreqwest`` (granian comes with the serve extra).
 """
@@ -44,6 +45,46 @@ def run_granian_floor(upstream: str, port: int) -> None:
     async def main() -> None:
         server = Server(Floor(), port=port, interface=Interfaces.RSGI, log_enabled=False)
         await server.serve()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+
+
+def run_granian_trivial(interface: str, port: int) -> None:
+    """Read the body, answer a fixed chat completion: granian's ``rsgi`` or ``asgi`` interface
+    alone, to choose the gateway's (the same load, the same reply)."""
+    from granian.constants import Interfaces
+    from granian.server.embed import Server
+
+    reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": "pong"}}]})
+    body = reply.encode()
+
+    class Rsgi:
+        async def __rsgi__(self, scope: Any, protocol: Any) -> None:
+            json.loads(await protocol() or b"{}")
+            protocol.response_bytes(200, [("content-type", "application/json")], body)
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        data, more = b"", True
+        while more:
+            message = await receive()
+            data += message.get("body", b"")
+            more = message.get("more_body", False)
+        json.loads(data or b"{}")
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    target, kind = (Rsgi(), Interfaces.RSGI) if interface == "rsgi" else (asgi, Interfaces.ASGINL)
+
+    async def main() -> None:
+        await Server(target, port=port, interface=kind, log_enabled=False).serve()
 
     try:
         import uvloop
@@ -101,7 +142,11 @@ def stream_body(model: str = "direct") -> bytes:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--granian-floor", metavar="UPSTREAM", required=True)
+    parser.add_argument("--granian-floor", metavar="UPSTREAM")
+    parser.add_argument("--granian-trivial", choices=("rsgi", "asgi"))
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    run_granian_floor(args.granian_floor, args.port)
+    if args.granian_trivial:
+        run_granian_trivial(args.granian_trivial, args.port)
+    else:
+        run_granian_floor(args.granian_floor, args.port)

@@ -12,6 +12,7 @@ servers     the issue-22 report, one run: req/s, server CPU per request and p50/
             gateway on each server (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
             direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
+interfaces  granian's RSGI vs ASGI interface: each answering a fixed reply, 50 connections
 overhead    50 keep-alive connections, no upstream: the gateway over a function provider vs an
             aiohttp handler that parses the body and answers a fixed reply
 throughput  50 keep-alive connections, closed loop: requests/s and server CPU per request,
@@ -405,6 +406,19 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
     return report
 
 
+async def interfaces(seconds: float) -> dict[str, Any]:
+    """granian's two interfaces for Python, with nothing else: req/s and CPU per request."""
+    edges = [sys.executable, str(Path(__file__).resolve().parent / "edges.py")]
+    rows = {}
+    for interface in ("rsgi", "asgi"):
+        server = Server([*edges, "--granian-trivial", interface], "0", {})
+        try:
+            rows[interface] = await measure(server, 50, seconds, request_bytes())
+        finally:
+            server.close()
+    return rows
+
+
 async def sse(sim: Sim, chain: Path, server: str, streams: int = 512) -> dict[str, Any]:
     """``streams`` concurrent streams through one worker, the upstream sending a chunk every
     0.2 s: a stream whose chunks arrive more than 100 ms later than that stalled."""
@@ -588,6 +602,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         runs = {
             "servers": lambda: servers(sim, chain, args.seconds, args.rate),
+            "interfaces": lambda: interfaces(args.seconds),
             "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),

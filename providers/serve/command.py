@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.config import ConfigError, load_config
 from providers.serve.auth import ENV, GatewayKeys, hash_key, is_loopback
-from providers.serve.settings import SERVERS, GatewaySettings
+from providers.serve.settings import SERVERS, GatewaySettings, default_server
 
 __all__ = ["command", "main"]
 
@@ -25,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server",
         choices=SERVERS,
-        default="aiohttp",
-        help="the HTTP server: aiohttp, or granian (Rust; the serve extra) (aiohttp)",
+        default=None,
+        help="the HTTP server: granian (Rust; the serve extra) or aiohttp "
+        "(granian when installed)",
     )
     parser.add_argument(
         "--keys-file", help="file of hashed gateway keys (lines 'sha256:<hex>'); see --hash-key"
@@ -86,7 +87,7 @@ def _settings(args: argparse.Namespace) -> GatewaySettings:
         grace=args.grace,
         body_min_rate=args.body_min_rate,
         public_metrics=args.public_metrics,
-        server=args.server,
+        server=args.server or default_server(),
     )
 
 
@@ -118,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, TypeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if settings.server == "granian" and default_server() != "granian":
+        print(
+            "error: failover serve --server granian: granian is not installed; "
+            "pip install 'failover-orchestrator[serve]'",
+            file=sys.stderr,
+        )
         return 2
     if not keys and not is_loopback(settings.host):
         print(

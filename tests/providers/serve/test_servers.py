@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from orchestrator import FallbackAgent, Request, Response
 from providers import Fault, SimulatedServer
+from providers.serve import command
+from tests.conftest import write_chain
 from tests.providers.serve.conftest import fallback, gateway
-from tests.providers.serve.processes import serving
+from tests.providers.serve.processes import CHAIN, serving
 
 REQUEST = {"model": "review", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -83,3 +87,23 @@ async def test_a_client_that_leaves_a_stream_cancels_its_run_upstream() -> None:
             await r.content.readany()
         async with asyncio.timeout(5):
             await cancelled.wait()
+
+
+def test_granian_is_the_default_server_when_installed(server: str) -> None:
+    # Measured faster (docs/gateway.md); aiohttp stays for an install without the serve extra.
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    assert command._settings(parser.parse_args(["chain.yaml"])).server == "granian"
+    chosen = command._settings(parser.parse_args(["chain.yaml", "--server", server])).server
+    assert chosen == server
+
+
+def test_asking_for_granian_without_it_is_refused_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(command, "default_server", lambda: "aiohttp")
+    monkeypatch.setenv("SIM", "http://127.0.0.1:9")
+    monkeypatch.setenv("K", "sk-test-0123456789")
+    chain = write_chain(tmp_path, CHAIN)
+    assert command.main([str(chain), "--port", "0", "--server", "granian"]) == 2
+    assert "failover-orchestrator[serve]" in capsys.readouterr().err
