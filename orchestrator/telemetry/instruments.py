@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
+from orchestrator.telemetry.histograms import HistogramTally, attach
 from orchestrator.telemetry.installed import PerProvider, api, meter_provider
 from orchestrator.telemetry.tallies import Tally
 
@@ -31,18 +32,20 @@ class Instruments:
 
     __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens", "watched")
 
-    def __init__(self, meter: Any) -> None:
+    def __init__(self, meter: Any, provider: Any = None) -> None:
         #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
         self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
-        self.duration = _histogram(
-            meter, n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."
+        specs = (
+            (n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."),
+            (n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."),
+            (n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."),
         )
-        self.tokens = _histogram(
-            meter, n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."
-        )
-        self.first_chunk = _histogram(
-            meter, n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."
-        )
+        # Tallied when the provider's readers can take them (orchestrator.telemetry.histograms).
+        tallies = [HistogramTally(name, unit, text, _buckets(unit)) for name, unit, text in specs]
+        made = tallies if attach(provider, n.SCOPE, tallies) else None
+        self.duration, self.tokens, self.first_chunk = made or [
+            _histogram(meter, name, unit, text) for name, unit, text in specs
+        ]
         #: Counters are tallies read at collection time (see orchestrator.telemetry.tallies).
         self.attempts = _counter(
             meter, n.METRIC_ATTEMPTS, "{attempt}", "Attempts, by provider and failover decision."
@@ -102,11 +105,18 @@ def _counter(meter: Any, name: str, unit: str, description: str) -> Tally:
     return tally
 
 
+def _buckets(unit: str) -> Sequence[float]:
+    """The bucket boundaries the GenAI conventions advise for ``unit``."""
+    return n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+
+
 def _histogram(meter: Any, name: str, unit: str, description: str) -> Any:
-    """A histogram with the bucket boundaries the GenAI conventions advise for its unit."""
-    buckets = n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+    """The SDK's histogram, with the advised bucket boundaries."""
     return meter.create_histogram(
-        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+        name,
+        unit=unit,
+        description=description,
+        explicit_bucket_boundaries_advisory=_buckets(unit),
     )
 
 
@@ -119,5 +129,5 @@ def instruments() -> Instruments | None:
     provider = meter_provider()
     if provider is None:
         return None
-    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE)))
+    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE), p))
     return made

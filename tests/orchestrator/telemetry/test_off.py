@@ -45,6 +45,7 @@ def test_public_api_is_exactly_all() -> None:
 
     modules = {
         "describe",
+        "histograms",
         "installed",
         "instruments",
         "names",
