@@ -94,14 +94,16 @@ def run_granian_trivial(interface: str, port: int) -> None:
         asyncio.run(main())
 
 
-async def sse_storm(port: int, streams: int, body: bytes, interval: float) -> dict[str, Any]:
+async def sse_storm(
+    port: int, streams: int, body: bytes, interval: float, path: str = "/v1/chat/completions"
+) -> dict[str, Any]:
     """``streams`` SSE requests at once to ``127.0.0.1:port``: every stream's largest gap
     between two chunks beyond the upstream's ``interval`` (a stall shows as a gap), the
     time to the first chunk, and how many ended whole (``[DONE]``)."""
     head = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(body)
-    )
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
 
     async def one() -> tuple[float, float, bool]:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)

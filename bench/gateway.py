@@ -399,7 +399,7 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
     for row in rows.values():
         row["rps_vs_aiohttp_pass_through"] = row["rps"] / base["rps"]
         row["cpu_vs_aiohttp_pass_through"] = row["cpu_us"] / base["cpu_us"]
-    report: dict[str, Any] = {"throughput": rows}
+    report: dict[str, Any] = {"throughput": rows, "sse direct": await sse(sim, chain, None)}
     for s in SERVERS:
         report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
         report[f"sse on {s}"] = await sse(sim, chain, server=s)
@@ -419,11 +419,19 @@ async def interfaces(seconds: float) -> dict[str, Any]:
     return rows
 
 
-async def sse(sim: Sim, chain: Path, server: str, streams: int = 512) -> dict[str, Any]:
-    """``streams`` concurrent streams through one worker, the upstream sending a chunk every
-    0.2 s: a stream whose chunks arrive more than 100 ms later than that stalled."""
+async def sse(sim: Sim, chain: Path, server: str | None, streams: int = 512) -> dict[str, Any]:
+    """``streams`` concurrent streams through one worker (``server``; ``None``: straight to
+    the simulator, what the load generator and the simulator alone allow), the upstream
+    sending a chunk every 0.2 s: a stream whose chunks arrive more than 100 ms later than
+    that stalled."""
     interval = 0.2
     sim.defaults({"openai": {"ok": {"chunks": 10, "interval": interval}}})
+    if server is None:
+        path = "/openai/v1/chat/completions"
+        try:
+            return await sse_storm(sim.port, streams, stream_body(), interval, path)
+        finally:
+            sim.defaults({})
     gw = gateway(sim, chain, server=server)
     try:
         return await sse_storm(gw.port, streams, stream_body(), interval)
