@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--server",
         choices=SERVERS,
         default=None,
-        help="the HTTP server: granian (Rust; the serve extra) or aiohttp "
-        "(granian when installed)",
+        help="the HTTP server: granian (Rust; the serve extra) or aiohttp (granian when installed)",
     )
     parser.add_argument(
         "--keys-file", help="file of hashed gateway keys (lines 'sha256:<hex>'); see --hash-key"

@@ -3,7 +3,9 @@
 ``run_worker`` is what ``failover serve`` runs in-process (one worker) and in each
 child process (``--workers N``, see :mod:`providers.serve.workers`). On SIGTERM or
 SIGINT the worker stops accepting connections, lets in-flight requests finish
-(up to ``settings.grace`` seconds), closes idle connections and returns.
+(up to ``settings.grace`` seconds), closes idle connections and returns. The HTTP
+server is ``settings.server``: granian (:mod:`providers.serve.rsgi`) or aiohttp
+(:mod:`providers.serve.app`), both serving :class:`~providers.serve.gateway.Gateway`.
 """
 
 from __future__ import annotations
