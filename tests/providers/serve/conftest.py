@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,11 +25,12 @@ _SERVER = ["aiohttp"]
 
 
 @pytest.fixture(autouse=True, params=SERVERS)
-def server(request: pytest.FixtureRequest) -> str:
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
     """Every gateway test runs on each HTTP server (``gateway()`` below serves on it)."""
     name: str = request.param
     _SERVER[0] = name
-    return name
+    yield name
+    _SERVER[0] = "aiohttp"  # tests elsewhere that borrow gateway() get the same one each run
 
 
 def current_server() -> str:
