@@ -7,6 +7,12 @@ CPU 1; the server under test (the gateway, or the floor) runs alone on CPU 0
 (``taskset``). The load generator speaks raw HTTP/1.1 over keep-alive sockets
 (uvloop when installed) so that it is not the bottleneck. Scenarios:
 
+servers     the issue-22 report, one run: req/s, server CPU per request and p50/p99 of the
+            aiohttp pass-through, the granian + pyreqwest pass-through (the new floor) and the
+            gateway on each server (50 connections, one worker pinned to CPU 0, metrics on);
+            then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
+            direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
+interfaces  granian's RSGI vs ASGI interface: each answering a fixed reply, 50 connections
 overhead    50 keep-alive connections, no upstream: the gateway over a function provider vs an
             aiohttp handler that parses the body and answers a fixed reply
 throughput  50 keep-alive connections, closed loop: requests/s and server CPU per request,
@@ -42,6 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from edges import sse_storm, stream_body
 from providers_bench import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,14 +162,23 @@ class Server:
         return self.proc.wait(60)
 
 
-def gateway(sim: Sim, chain: Path, cpu: str | None = "0", workers: int = 1) -> Server:
+def gateway(
+    sim: Sim, chain: Path, cpu: str | None = "0", workers: int = 1, server: str = "aiohttp"
+) -> Server:
     argv = [sys.executable, "-m", "providers.serve", str(chain), "--workers", str(workers)]
+    argv += ["--server", server, "--max-in-flight", "1024"]
     return Server(argv, cpu, {"SIM": sim.url, "K": "sk-bench", "FAILOVER_GATEWAY_KEYS": ""})
 
 
 def floor(sim: Sim) -> Server:
     argv = [sys.executable, str(Path(__file__).resolve()), "--floor", sim.url]
     return Server(argv, "0", {})
+
+
+def granian_floor(sim: Sim) -> Server:
+    """The granian + pyreqwest pass-through (bench/edges.py)."""
+    argv = [sys.executable, str(Path(__file__).resolve().parent / "edges.py")]
+    return Server([*argv, "--granian-floor", sim.url], "0", {})
 
 
 # -- the floor: an aiohttp pass-through proxy -------------------------------------------
@@ -360,6 +376,70 @@ async def throughput(sim: Sim, chain: Path, seconds: float, flaky: bool) -> list
     return rows
 
 
+SERVERS = ("aiohttp", "granian")
+
+
+async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, Any]:
+    """The issue-22 report (see the module docstring)."""
+    sim.defaults({})
+    starts = {
+        "aiohttp pass-through": lambda: floor(sim),
+        "granian+pyreqwest pass-through": lambda: granian_floor(sim),
+        **{f"gateway on {s}": (lambda s=s: gateway(sim, chain, server=s)) for s in SERVERS},
+    }
+    rows: dict[str, dict[str, Any]] = {}
+    for name, start in starts.items():
+        server = start()
+        try:
+            rows[name] = await measure(server, 50, seconds, request_bytes())
+        finally:
+            server.close()
+        print(" ", name, json.dumps(rows[name], default=_round), flush=True)
+    base = rows["aiohttp pass-through"]
+    for row in rows.values():
+        row["rps_vs_aiohttp_pass_through"] = row["rps"] / base["rps"]
+        row["cpu_vs_aiohttp_pass_through"] = row["cpu_us"] / base["cpu_us"]
+    report: dict[str, Any] = {"throughput": rows, "sse direct": await sse(sim, chain, None)}
+    for s in SERVERS:
+        report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
+        report[f"sse on {s}"] = await sse(sim, chain, server=s)
+    return report
+
+
+async def interfaces(seconds: float) -> dict[str, Any]:
+    """granian's two interfaces for Python, with nothing else: req/s and CPU per request."""
+    edges = [sys.executable, str(Path(__file__).resolve().parent / "edges.py")]
+    rows = {}
+    for interface in ("rsgi", "asgi"):
+        server = Server([*edges, "--granian-trivial", interface], "0", {})
+        try:
+            rows[interface] = await measure(server, 50, seconds, request_bytes())
+        finally:
+            server.close()
+    return rows
+
+
+async def sse(sim: Sim, chain: Path, server: str | None, streams: int = 512) -> dict[str, Any]:
+    """``streams`` concurrent streams through one worker (``server``; ``None``: straight to
+    the simulator, what the load generator and the simulator alone allow), the upstream
+    sending a chunk every 0.2 s: a stream whose chunks arrive more than 100 ms later than
+    that stalled."""
+    interval = 0.2
+    sim.defaults({"openai": {"ok": {"chunks": 10, "interval": interval}}})
+    if server is None:
+        path = "/openai/v1/chat/completions"
+        try:
+            return await sse_storm(sim.port, streams, stream_body(), interval, path)
+        finally:
+            sim.defaults({})
+    gw = gateway(sim, chain, server=server)
+    try:
+        return await sse_storm(gw.port, streams, stream_body(), interval)
+    finally:
+        gw.close()
+        sim.defaults({})
+
+
 async def overhead(tmp: Path, seconds: float) -> list[dict[str, Any]]:
     (tmp / "bench_reply.py").write_text(FUNCTION)
     chain = tmp / "function.yaml"
@@ -411,19 +491,22 @@ async def litellm(sim: Sim, tmp: Path, binary: str, seconds: float) -> list[dict
     return rows
 
 
-async def latency(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, float]:
+async def latency(
+    sim: Sim, chain: Path, seconds: float, rate: float, server: str = "aiohttp"
+) -> dict[str, Any]:
     sim.defaults({})
-    server = gateway(sim, chain, cpu=os.environ.get("BENCH_GATEWAY_CPU", "0") or None)
+    gw = gateway(sim, chain, cpu=os.environ.get("BENCH_GATEWAY_CPU", "0") or None, server=server)
     try:
-        await closed_loop(server.url, 10, 0.5, request_bytes(), Tally())
+        await closed_loop(gw.url, 10, 0.5, request_bytes(), Tally())
         direct = await open_loop(
             sim.url, rate, seconds, request_bytes(path="/openai/v1/chat/completions")
         )
-        through = await open_loop(server.url, rate, seconds, request_bytes())
+        through = await open_loop(gw.url, rate, seconds, request_bytes())
     finally:
-        server.close()
+        gw.close()
     return {
         "rate": rate,
+        "added_p50": through.p(0.5) - direct.p(0.5),
         "direct_p50": direct.p(0.5), "direct_p99": direct.p(0.99),
         "gateway_p50": through.p(0.5), "gateway_p99": through.p(0.99),
         "added_p99": through.p(0.99) - direct.p(0.99), "failed": through.failed,
@@ -526,6 +609,8 @@ async def main(args: argparse.Namespace) -> None:
     chain.write_text(CHAIN)
     try:
         runs = {
+            "servers": lambda: servers(sim, chain, args.seconds, args.rate),
+            "interfaces": lambda: interfaces(args.seconds),
             "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),

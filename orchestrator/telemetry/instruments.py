@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
+from orchestrator.telemetry.histograms import HistogramTally, attach
 from orchestrator.telemetry.installed import PerProvider, api, meter_provider
+from orchestrator.telemetry.tallies import Tally
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -30,30 +32,32 @@ class Instruments:
 
     __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens", "watched")
 
-    def __init__(self, meter: Any) -> None:
+    def __init__(self, meter: Any, provider: Any = None) -> None:
         #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
         self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
-        self.duration = _histogram(
-            meter, n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."
+        specs = (
+            (n.METRIC_DURATION, "s", "GenAI operation duration (one upstream attempt)."),
+            (n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."),
+            (n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."),
         )
-        self.tokens = _histogram(
-            meter, n.METRIC_TOKENS, "{token}", "Tokens per attempt, by gen_ai.token.type."
+        # Tallied when the provider's readers can take them (orchestrator.telemetry.histograms).
+        tallies = [HistogramTally(name, unit, text, _buckets(unit)) for name, unit, text in specs]
+        made = tallies if attach(provider, n.SCOPE, tallies) else None
+        self.duration, self.tokens, self.first_chunk = made or [
+            _histogram(meter, name, unit, text) for name, unit, text in specs
+        ]
+        #: Counters are tallies read at collection time (see orchestrator.telemetry.tallies).
+        self.attempts = _counter(
+            meter, n.METRIC_ATTEMPTS, "{attempt}", "Attempts, by provider and failover decision."
         )
-        self.first_chunk = _histogram(
-            meter, n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."
-        )
-        self.attempts = meter.create_counter(
-            n.METRIC_ATTEMPTS,
-            unit="{attempt}",
-            description="Attempts, by provider and failover decision.",
-        )
-        self.fallbacks = meter.create_counter(
+        self.fallbacks = _counter(
+            meter,
             n.METRIC_FALLBACKS,
-            unit="{fallback}",
-            description="Hand-overs from one child to the next, by reason.",
+            "{fallback}",
+            "Hand-overs from one child to the next, by reason.",
         )
-        self.cost = meter.create_counter(
-            n.METRIC_COST, unit="USD", description="Cost of attempts, by provider and model."
+        self.cost = _counter(
+            meter, n.METRIC_COST, "USD", "Cost of attempts, by provider and model."
         )
         meter.create_observable_gauge(
             n.METRIC_CIRCUIT,
@@ -92,11 +96,27 @@ class Instruments:
         return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
 
 
+def _counter(meter: Any, name: str, unit: str, description: str) -> Tally:
+    """A :class:`Tally` exported as an observable counter named ``name``."""
+    tally = Tally()
+    meter.create_observable_counter(
+        name, callbacks=[tally.observe], unit=unit, description=description
+    )
+    return tally
+
+
+def _buckets(unit: str) -> Sequence[float]:
+    """The bucket boundaries the GenAI conventions advise for ``unit``."""
+    return n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+
+
 def _histogram(meter: Any, name: str, unit: str, description: str) -> Any:
-    """A histogram with the bucket boundaries the GenAI conventions advise for its unit."""
-    buckets = n.TOKEN_BUCKETS if unit == "{token}" else n.DURATION_BUCKETS
+    """The SDK's histogram, with the advised bucket boundaries."""
     return meter.create_histogram(
-        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+        name,
+        unit=unit,
+        description=description,
+        explicit_bucket_boundaries_advisory=_buckets(unit),
     )
 
 
@@ -109,5 +129,5 @@ def instruments() -> Instruments | None:
     provider = meter_provider()
     if provider is None:
         return None
-    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE)))
+    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE), p))
     return made

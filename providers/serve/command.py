@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.config import ConfigError, load_config
 from providers.serve.auth import ENV, GatewayKeys, hash_key, is_loopback
-from providers.serve.settings import GatewaySettings
+from providers.serve.settings import SERVERS, GatewaySettings, default_server
 
 __all__ = ["command", "main"]
 
@@ -22,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (8080; 0 = any free one)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default=None,
+        help="the HTTP server: granian (Rust; the serve extra) or aiohttp (granian when installed)",
+    )
     parser.add_argument(
         "--keys-file", help="file of hashed gateway keys (lines 'sha256:<hex>'); see --hash-key"
     )
@@ -80,6 +86,7 @@ def _settings(args: argparse.Namespace) -> GatewaySettings:
         grace=args.grace,
         body_min_rate=args.body_min_rate,
         public_metrics=args.public_metrics,
+        server=args.server or default_server(),
     )
 
 
@@ -111,6 +118,13 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, TypeError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if settings.server == "granian" and default_server() != "granian":
+        print(
+            "error: failover serve --server granian: granian is not installed; "
+            "pip install 'failover-orchestrator[serve]'",
+            file=sys.stderr,
+        )
         return 2
     if not keys and not is_loopback(settings.host):
         print(

@@ -1,6 +1,6 @@
 """Reading a client's request body: a size cap, inflation in slices, a deadline and a rate.
 
-The gateway's connections leave bodies encoded (see :mod:`providers.serve.protocol`);
+The servers leave bodies encoded (see :mod:`providers.serve.protocol`);
 :func:`read_body` hands the raw bytes to :func:`providers.http.body.read_bounded`,
 the one place that inflates gzip/deflate a slice at a time against the cap, so a
 1 MiB gzip bomb is refused (413) having cost a slice, not its inflated size
@@ -15,25 +15,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from aiohttp import web
-
 from providers.http.body import BodyTooLarge, BodyUndecodable, bounded_chunks, read_bounded
+from providers.serve.exchange import Exchange
 from providers.serve.failures import BadRequest
 from providers.serve.settings import GatewaySettings
 
 __all__ = ["read_body"]
 
 
-async def read_body(request: web.Request, settings: GatewaySettings) -> bytes:
+async def read_body(ex: Exchange, settings: GatewaySettings) -> bytes:
     """The decoded body within the cap (413), the deadline and the minimum rate (408)."""
     limit = settings.max_body_bytes
     too_large = BadRequest(f"the body passed {limit} bytes", status=413, kind="too_large")
-    length = request.content_length
-    if length is not None and length > limit:
+    if _content_length(ex.header("content-length")) > limit:
         raise too_large
-    encoding = request.headers.get("Content-Encoding")
+    encoding = ex.header("content-encoding")
     try:
-        raw = await read_bounded(_paced(request, settings), None, limit)
+        raw = await read_bounded(_paced(ex, settings), None, limit)
         if (encoding or "identity").strip().lower() == "identity":
             return raw
         # Inflate once to count, keeping nothing, then again to keep: a bomb is refused
@@ -51,6 +49,11 @@ async def read_body(request: web.Request, settings: GatewaySettings) -> bytes:
         raise BadRequest(_too_slow(settings), status=408) from None
 
 
+def _content_length(value: str | None) -> int:
+    """The declared length, 0 when absent or not a number (the server refuses those)."""
+    return int(value) if value is not None and value.isdigit() and len(value) < 20 else 0
+
+
 async def _once(data: bytes) -> AsyncIterator[bytes]:
     yield data
 
@@ -62,20 +65,21 @@ def _too_slow(settings: GatewaySettings) -> str:
     )
 
 
-async def _paced(request: web.Request, settings: GatewaySettings) -> AsyncIterator[bytes]:
+async def _paced(ex: Exchange, settings: GatewaySettings) -> AsyncIterator[bytes]:
     """The raw body's chunks; ``TimeoutError`` when a read would end past the deadline or
     leave the average rate since the grace period below ``body_min_rate``."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     deadline = start + settings.body_timeout
     received = 0
-    content = request.content
+    chunks = ex.body().__aiter__()
     while True:
         # The rate allows received / min_rate seconds of body after the grace.
         due = start + settings.body_grace + received / settings.body_min_rate
-        async with asyncio.timeout_at(min(deadline, due)):
-            data = await content.readany()
-        if not data:
+        try:
+            async with asyncio.timeout_at(min(deadline, due)):
+                data = await anext(chunks)
+        except StopAsyncIteration:
             return
         received += len(data)
         yield data

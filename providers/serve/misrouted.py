@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from aiohttp import web
-
+from providers.serve.exchange import Exchange
 from providers.serve.failures import Failure
 
 __all__ = ["misrouted"]
@@ -24,25 +23,25 @@ _POST_ONLY = frozenset(
 _OPENAI_TAILS = ("/chat/completions", "/responses", "/models", "/completions", "/embeddings")
 
 
-def _origin(request: web.Request) -> str:
+def _origin(ex: Exchange) -> str:
     """``http://host:port`` as the client reached the gateway (the socket's when the Host
     header is not a plain host)."""
-    host = request.headers.get("Host", "")
+    host = ex.header("host") or ""
     if not _HOST.fullmatch(host):
-        sockname = request.transport.get_extra_info("sockname") if request.transport else None
-        host = f"{sockname[0]}:{sockname[1]}" if sockname else "HOST:PORT"
-    return f"{request.scheme}://{host}"
+        local = ex.local()
+        host = f"{local[0]}:{local[1]}" if local else "HOST:PORT"
+    return f"{ex.scheme}://{host}"
 
 
-def misrouted(request: web.Request) -> tuple[str, Failure]:
+def misrouted(ex: Exchange) -> tuple[str, Failure]:
     """The wire format to answer in (``openai``, ``responses`` or ``anthropic``) and a 404
     naming the base URL that client should use."""
-    path = request.path.rstrip("/")
-    anthropic = "anthropic-version" in request.headers or path.endswith(_ANTHROPIC_TAILS)
+    path = ex.path.rstrip("/")
+    anthropic = ex.header("anthropic-version") is not None or path.endswith(_ANTHROPIC_TAILS)
     if path in _POST_ONLY:  # a known route, another method
         wire = "anthropic" if anthropic else "responses" if path == "/v1/responses" else "openai"
         return wire, Failure(405, "invalid_request", f"{path} takes POST")
-    origin = _origin(request)
+    origin = _origin(ex)
     if anthropic:
         return "anthropic", Failure(
             404,

@@ -3,7 +3,9 @@
 ``run_worker`` is what ``failover serve`` runs in-process (one worker) and in each
 child process (``--workers N``, see :mod:`providers.serve.workers`). On SIGTERM or
 SIGINT the worker stops accepting connections, lets in-flight requests finish
-(up to ``settings.grace`` seconds), closes idle connections and returns.
+(up to ``settings.grace`` seconds), closes idle connections and returns. The HTTP
+server is ``settings.server``: granian (:mod:`providers.serve.rsgi`) or aiohttp
+(:mod:`providers.serve.app`), both serving :class:`~providers.serve.gateway.Gateway`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from orchestrator import IgnoredSetting
 from orchestrator.config import load_config
 from providers.serve.app import build_app
 from providers.serve.auth import GatewayKeys
+from providers.serve.gateway import Gateway
 from providers.serve.meters import install_meter_provider
 from providers.serve.models import Models
 from providers.serve.protocol import GatewayRunner
@@ -59,7 +62,13 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``models`` on ``sock`` until ``stop`` is set, then drain (see the module docstring)."""
+    """Serve ``models`` on ``sock`` until ``stop`` is set, then drain (see the module docstring),
+    on the server ``settings.server`` names."""
+    if settings.server == "granian":
+        from providers.serve.rsgi import serve_granian
+
+        await serve_granian(Gateway(models, keys, settings), settings, sock, stop, on_ready)
+        return
     app = build_app(models, keys, settings)
     runner = GatewayRunner(
         app,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError
+from orchestrator import FallbackAgent, FallbackError, Request, Response, Usage
 from orchestrator.health import MemoryHealthStore, RedisHealthStore
-from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
+from providers import AnthropicMessages, Fault, FunctionProvider, OpenAIChat, SimulatedServer
 from tests.orchestrator.health.redis.conftest import RedisServer
-from tests.orchestrator.telemetry.conftest import Otel
+from tests.orchestrator.telemetry.conftest import Otel, install, uninstall
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -132,3 +133,78 @@ async def test_circuit_state_gauge_from_the_redis_store(
             assert states == {"openai:gpt-sim": 2}
     finally:
         await store.aclose()
+
+
+async def test_metrics_are_tallies_read_at_collection(
+    otel: Otel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's synchronous path (a measurement, its attributes hashed, a lock, per reader)
+    # cost several microseconds a record, five a call: counters and histograms are plain
+    # tallies the reader collects (observable counters, histogram points), so a call makes
+    # no synchronous record at all, and what is collected is what the records gave.
+    from opentelemetry.sdk.metrics._internal.measurement_consumer import (
+        SynchronousMeasurementConsumer,
+    )
+
+    recorded: list[str] = []
+    consume = SynchronousMeasurementConsumer.consume_measurement
+
+    def counted(self: Any, measurement: Any) -> None:
+        recorded.append(measurement.instrument.name)
+        consume(self, measurement)
+
+    monkeypatch.setattr(SynchronousMeasurementConsumer, "consume_measurement", counted)
+
+    async def reply(request: Request) -> Response:
+        return Response("ok", usage=Usage(5, 2), cost_usd=0.25)
+
+    agent = FallbackAgent([FunctionProvider(reply, name="fn")], tracing=False)
+    await asyncio.gather(*(agent.run("x") for _ in range(40)))  # many in flight at once
+    assert recorded == []
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.count == 40 and sum(duration.bucket_counts) == 40
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p for p in otel.points("gen_ai.client.token.usage")
+    }
+    assert (tokens["input"].sum, tokens["output"].sum) == (200, 80)
+    assert (tokens["input"].min, tokens["input"].max) == (5, 5)
+    (attempts,) = otel.points("failover.attempts")
+    assert attempts.value == 40 and dict(attempts.attributes) == {
+        "failover.provider": "fn",
+        "failover.decision": "success",
+    }
+    (cost,) = otel.points("failover.cost")
+    assert cost.value == 10.0
+    await agent.run("x")
+    (attempts,) = otel.points("failover.attempts")
+    assert attempts.value == 41  # cumulative, as the synchronous counter was
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.count == 41
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.count == 41
+
+
+async def test_an_application_view_still_shapes_the_histograms() -> None:
+    # Tallied histograms bypass the SDK's views: with a view installed the SDK's own
+    # histograms are used, so the application's view (here: drop durations) still applies.
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.metrics.view import DropAggregation, View
+
+    reader = InMemoryMetricReader()
+    drop = View(instrument_name="gen_ai.client.operation.duration", aggregation=DropAggregation())
+    provider = MeterProvider(metric_readers=[reader], views=[drop])
+    install(None, provider)
+    try:
+
+        async def reply(request: Request) -> Response:
+            return Response("ok", usage=Usage(5, 2))
+
+        await FallbackAgent([FunctionProvider(reply, name="fn")], tracing=False).run("x")
+        data = reader.get_metrics_data()
+    finally:
+        uninstall()
+        provider.shutdown()
+    names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    assert "gen_ai.client.token.usage" in names
+    assert "gen_ai.client.operation.duration" not in names

@@ -45,12 +45,14 @@ def test_public_api_is_exactly_all() -> None:
 
     modules = {
         "describe",
+        "histograms",
         "installed",
         "instruments",
         "names",
         "prometheus",
         "propagation",
         "spans",
+        "tallies",
     }
     public = {n for n in dir(telemetry) if not n.startswith("_")} - {"annotations"} - modules
     assert set(telemetry.__all__) == public

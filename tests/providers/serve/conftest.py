@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+import pytest
 
 from orchestrator import FallbackAgent, Request, Response
 from providers import AnthropicMessages, OpenAIChat, SimulatedServer
 from providers.serve import GatewayKeys, GatewaySettings, Models
 from providers.serve.server import listen_socket, serve
+from providers.serve.settings import SERVERS
 from tests.orchestrator.health.redis.conftest import redis_server_factory
 
 __all__ = ["redis_server_factory"]  # a fixture: real redis-servers a test may stop
 
 UPSTREAM_KEY = "sk-upstream-secret-0123456789"
+#: The HTTP server the gateway of the test runs on (set by the ``server`` fixture).
+_SERVER = ["aiohttp"]
+
+
+@pytest.fixture(autouse=True, params=SERVERS)
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every gateway test runs on each HTTP server (``gateway()`` below serves on it)."""
+    name: str = request.param
+    _SERVER[0] = name
+    yield name
+    _SERVER[0] = "aiohttp"  # tests elsewhere that borrow gateway() get the same one each run
+
+
+def current_server() -> str:
+    """The HTTP server the running test's gateway uses."""
+    return _SERVER[0]
 
 
 @asynccontextmanager
@@ -29,7 +47,7 @@ async def gateway(
     **limits: Any,
 ) -> AsyncIterator[str]:
     """Serve ``agents`` on 127.0.0.1 (any free port); yields the base URL."""
-    settings = GatewaySettings(port=0, **limits)
+    settings = GatewaySettings(port=0, server=limits.pop("server", _SERVER[0]), **limits)
     sock = listen_socket("127.0.0.1", 0, reuse_port=False)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     stop = asyncio.Event()

@@ -15,6 +15,7 @@ import aiohttp
 
 from providers import SimulatedServer
 from tests.conftest import write_chain
+from tests.providers.serve.conftest import current_server
 
 #: The issue's chain: the simulated Anthropic route first, the simulated OpenAI route second.
 CHAIN = """
@@ -27,6 +28,7 @@ agents:
   review: {providers: [claude, gpt], max_retries: 0, retry_strategy: none}
 """
 UPSTREAM_KEY = "sk-sim-key-0123456789abcdef"
+_COMMAND = (sys.executable, "-m", "providers.serve")
 
 
 @asynccontextmanager
@@ -43,7 +45,7 @@ async def serving(
     path = write_chain(tmp_path, chain)
     environ = {**os.environ, "SIM": sim.url, "K": UPSTREAM_KEY, "FAILOVER_GATEWAY_KEYS": ""}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "providers.serve", str(path), "--port", "0", *args],
+        [*_COMMAND, str(path), "--port", "0", *args, "--server", current_server()],
         stdout=subprocess.PIPE,
         text=True,
         env={**environ, **(env or {})},

@@ -16,7 +16,8 @@ from orchestrator import FallbackAgent, Request, Result, ToolCall, ToolCallDelta
 from orchestrator.errors import GuardrailTriggered, RateLimited, ServerError
 from orchestrator.testing import capture_events
 from providers import Fault, SimulatedServer
-from providers.serve import GatewayKeys, app
+from providers.serve import GatewayKeys
+from providers.serve import gateway as gateway_module
 from tests.providers.serve.conftest import Recorder, fallback, gateway
 
 CHAT = "/v1/chat/completions"
@@ -111,7 +112,7 @@ async def test_a_gateway_bug_while_reading_a_request_is_a_500_in_the_clients_for
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("a parsing gap")
 
-    monkeypatch.setattr(app, "body_object", broken)
+    monkeypatch.setattr(gateway_module, "body_object", broken)
     body = {"model": "m", "max_tokens": 5, "messages": USER}
     with capture_events() as logs:
         async with (

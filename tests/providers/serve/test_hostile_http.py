@@ -31,15 +31,25 @@ def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
-async def _exchange(port: int, data: bytes) -> bytes:
-    """Send ``data`` on a fresh connection; everything the gateway answers until it closes."""
+async def _exchange(port: int, data: bytes, quiet_after: float | None = None) -> bytes:
+    """Send ``data`` on a fresh connection; everything the gateway answers until it closes
+    (or, with ``quiet_after``, until it has sent nothing for that many seconds)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(data)
     await writer.drain()
+    reply = b""
     async with asyncio.timeout(10):
-        reply = await reader.read()
+        while chunk := await _read(reader, quiet_after):
+            reply += chunk
     writer.close()
     return reply
+
+
+async def _read(reader: asyncio.StreamReader, quiet_after: float | None) -> bytes:
+    try:
+        return await asyncio.wait_for(reader.read(65536), quiet_after)
+    except TimeoutError:
+        return b""
 
 
 def _head(lines: list[bytes], body: bytes, eol: bytes) -> bytes:
@@ -70,14 +80,21 @@ def _head(lines: list[bytes], body: bytes, eol: bytes) -> bytes:
     ],
 )
 async def test_a_malformed_request_is_answered_and_logged_without_its_bytes(
-    request_bytes: bytes, caplog: pytest.LogCaptureFixture
+    request_bytes: bytes, caplog: pytest.LogCaptureFixture, server: str
 ) -> None:
     keys = GatewayKeys.load({"FAILOVER_GATEWAY_KEYS": KEY})
-    caplog.set_level(logging.DEBUG, logger="aiohttp")
+    caplog.set_level(logging.DEBUG)
     async with gateway({"m": FallbackAgent([Recorder()])}, keys=keys) as url:
-        reply = await _exchange(_port(url), request_bytes)
-    assert reply.startswith((b"HTTP/1.1 400 ", b"HTTP/1.0 400 "))
+        reply = await _exchange(_port(url), request_bytes, quiet_after=1.0)
+    # granian (hyper) reads bare-LF line endings as HTTP (RFC 9112 2.2 allows it): the
+    # request is then answered as any other, here 401 (a wrong key), on a kept connection.
+    lenient = server == "granian" and b"\r\n" not in request_bytes
+    assert reply.startswith(b"HTTP/1.1 401 " if lenient else (b"HTTP/1.1 400 ", b"HTTP/1.0 400 "))
     assert SECRET.encode() not in reply and b"secret plan" not in reply
+    logged = " ".join(r.getMessage() + str(r.exc_text) for r in caplog.records)
+    assert SECRET not in logged and "secret plan" not in logged
+    if server == "granian":  # Rust answers it; Python never sees the request
+        return
     records = [r for r in caplog.records if r.name.startswith("aiohttp")]
     assert len(records) == 1, [r.getMessage() for r in records]
     (record,) = records

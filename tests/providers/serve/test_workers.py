@@ -91,13 +91,24 @@ async def test_workers_do_not_outlive_a_killed_supervisor(
 
 
 async def test_the_url_is_announced_once_a_worker_accepts(
-    sim: SimulatedServer, tmp_path: Path
+    sim: SimulatedServer, tmp_path: Path, server: str
 ) -> None:
     # Announced before any worker listened, the first ~1.3 s of connects were refused.
     path = write_chain(tmp_path, CHAIN)
     env = {**os.environ, "SIM": sim.url, "K": UPSTREAM_KEY, "FAILOVER_GATEWAY_KEYS": ""}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "providers.serve", str(path), "--port", "0", "--workers", "2"],
+        [
+            sys.executable,
+            "-m",
+            "providers.serve",
+            str(path),
+            "--port",
+            "0",
+            "--workers",
+            "2",
+            "--server",
+            server,
+        ],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

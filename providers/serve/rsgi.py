@@ -1,0 +1,170 @@
+"""The gateway on granian (``failover serve --server granian``): Rust parses and writes HTTP.
+
+granian's RSGI interface hands each request to :class:`GatewayRSGI` as a scope and
+a protocol; this module adapts them to the gateway's
+:class:`~providers.serve.exchange.Exchange` and writes its
+:class:`~providers.serve.exchange.Reply` back (RSGI measured faster than ASGI on
+granian: see docs/gateway.md). :func:`serve_granian` runs one granian worker on
+the gateway's own socket, in the caller's event loop, and drains it on ``stop``.
+A client that leaves cancels its request's task, and with it the run upstream.
+A request granian cannot parse is answered by granian (a bare 400) and never
+reaches Python, so none of its bytes is echoed or logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from providers.serve.exchange import Reply, Sink
+from providers.serve.gateway import Gateway
+from providers.serve.settings import GatewaySettings
+
+__all__ = ["GatewayRSGI", "serve_granian"]
+
+#: Requests granian lets into Python at once, per worker (above ``max_in_flight``: the
+#: gateway sheds model requests itself, in the client's format; probes must still pass).
+_BACKPRESSURE = 4096
+
+
+class _Sink:
+    __slots__ = ("transport",)
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+
+    async def write(self, data: bytes) -> None:
+        if self.transport is None:
+            raise ConnectionResetError("the stream has ended")
+        try:
+            await self.transport.send_bytes(data)
+        except RuntimeError as exc:  # RSGIProtocolClosed: the client left
+            raise ConnectionResetError("the client closed the connection") from exc
+
+    async def end(self) -> None:
+        # granian ends the stream when its transport is freed: a reference kept (by an
+        # exception's traceback, say) would hold the client waiting for the last chunk.
+        self.transport = None
+
+
+class _Exchange:
+    """An RSGI request as the gateway reads it."""
+
+    __slots__ = ("headers", "method", "path", "protocol", "scheme", "scope", "sink")
+
+    def __init__(self, scope: Any, protocol: Any) -> None:
+        self.scope, self.protocol = scope, protocol
+        self.method, self.path, self.scheme = scope.method, scope.path, scope.scheme
+        self.headers = scope.headers
+        self.sink: _Sink | None = None
+
+    def header(self, name: str) -> str | None:
+        value: str | None = self.headers.get(name)
+        return value
+
+    def local(self) -> tuple[str, int] | None:
+        host, _, port = str(self.scope.server).rpartition(":")
+        return (host, int(port)) if port.isdigit() else None
+
+    async def body(self) -> AsyncIterator[bytes]:
+        async for chunk in self.protocol:
+            if chunk:
+                yield chunk
+
+    async def stream(self, headers: dict[str, str]) -> Sink:
+        self.sink = _Sink(self.protocol.response_stream(200, list(headers.items())))
+        return self.sink
+
+
+def _headers(reply: Reply) -> list[tuple[str, str]]:
+    headers = list(reply.headers.items())
+    if reply.close:
+        headers.append(("connection", "close"))
+    return headers
+
+
+class GatewayRSGI:
+    """``gateway`` as an RSGI application; ``active`` counts the requests in Python now."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.active = 0
+
+    async def __rsgi__(self, scope: Any, protocol: Any) -> None:
+        if scope.proto != "http":
+            return
+        ex = _Exchange(scope, protocol)
+        self.active += 1
+        task = asyncio.current_task()
+        gone = asyncio.ensure_future(protocol.client_disconnect())
+        if task is not None:
+            gone.add_done_callback(lambda _: task.cancel())
+        try:
+            reply = await self.gateway.handle(ex)
+        except asyncio.CancelledError:
+            if gone.done():  # the client left: nobody to answer
+                return
+            raise
+        finally:
+            gone.cancel()
+            self.active -= 1
+        if reply is not None:
+            protocol.response_bytes(reply.status, _headers(reply), reply.body)
+        elif ex.sink is None:
+            protocol.response_empty(499, [])
+
+
+async def serve_granian(
+    gateway: Gateway,
+    settings: GatewaySettings,
+    sock: socket.socket,
+    stop: asyncio.Event,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve ``gateway`` on ``sock`` (bound; listened on here) until ``stop`` is set, then
+    let the requests in Python finish, up to ``settings.grace`` seconds."""
+    try:
+        from granian._granian import SocketHolder, WorkerSignal
+        from granian.constants import HTTPModes, TaskImpl
+        from granian.http import HTTP1Settings
+        from granian.server.embed import Server
+    except ImportError as exc:
+        raise RuntimeError(
+            "failover serve --server granian needs granian: "
+            "pip install 'failover-orchestrator[serve]'"
+        ) from exc
+    from providers.serve.server import BACKLOG
+
+    app = GatewayRSGI(gateway)
+    sock.listen(BACKLOG)
+    holding: Any = SocketHolder  # (fd, is_unix_socket, backlog): granian owns the copy
+    holder = holding(os.dup(sock.fileno()), False, BACKLOG)
+    signal = WorkerSignal()
+    http1 = HTTP1Settings(header_read_timeout=int(settings.idle_timeout * 1000))
+    ssl: tuple[Any, ...] = (False, None, None, None, "tls13", None, [], False)
+    args = (1, 512, 1, 30, _BACKPRESSURE, TaskImpl.asyncio, HTTPModes.http1, http1, None)
+    spawn: Any = Server._spawn_rsgi_worker  # granian's own embedded worker, on our socket
+    worker = asyncio.ensure_future(
+        spawn(1, signal, app, (None, holder), *args, False, None, None, ssl, {})
+    )
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        if on_ready is not None:
+            on_ready()
+        await asyncio.wait((stopped, worker), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        signal.set()
+        await worker
+        await _drained(app, settings.grace)
+
+
+async def _drained(app: GatewayRSGI, grace: float) -> None:
+    """Until no request is in Python, or ``grace`` seconds have passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while app.active and loop.time() < deadline:
+        await asyncio.sleep(0.05)
