@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.errors import FailoverError, FallbackError, HookError
     from orchestrator.ignored import IgnoredSetting
     from orchestrator.policy import RetryPolicy
+    from orchestrator.routing.split import Split
     from orchestrator.types import (
         REASONS,
         Attempt,
@@ -75,6 +76,7 @@ _LAZY = {
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
+    "Split": "orchestrator.routing.split",
     "Parallel": "orchestrator.workflow",
     "Phase": "orchestrator.workflow",
     "Step": "orchestrator.workflow",
@@ -102,6 +104,7 @@ __all__ = [
     "Response",
     "Result",
     "RetryPolicy",
+    "Split",
     "Step",
     "Stop",
     "StreamingProvider",
