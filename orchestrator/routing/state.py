@@ -22,6 +22,7 @@ from orchestrator.clock import SYSTEM_CLOCK, Clock
 __all__ = [
     "ALPHA",
     "DEFAULT_AFFINITY_TTL",
+    "FORGET_AFTER",
     "MAX_KEYS",
     "MemoryRouting",
     "RoutingState",
@@ -33,6 +34,8 @@ ALPHA = 0.3
 #: How long a stale average keeps half its weight against a new sample, in seconds: a
 #: region not called for a while is judged mostly by its next sample.
 HALF_LIFE = 5.0
+#: A figure this old (seconds) is forgotten: the next sample replaces it (an exploration).
+FORGET_AFTER = 10.0
 #: An affinity key forgotten after this many seconds without a call (10 minutes).
 DEFAULT_AFFINITY_TTL = 600.0
 #: At most this many affinity keys are kept (the least recently used go first).
@@ -141,8 +144,9 @@ class MemoryRouting:
 
 def decayed(known: tuple[float, float] | None, sample: float, now: float) -> float:
     """The average after ``sample`` at ``now``: the old one weighs ``1 - ALPHA``, less
-    when it is old (halved every :data:`HALF_LIFE` seconds since it was last moved)."""
-    if known is None:
+    when it is old (halved every :data:`HALF_LIFE` seconds since it was last moved), nothing
+    after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is now)."""
+    if known is None or now - known[1] >= FORGET_AFTER:
         return sample
     average, at = known
     keep = (1.0 - ALPHA) * math.pow(0.5, max(0.0, now - at) / HALF_LIFE)

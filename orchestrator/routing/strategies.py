@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from orchestrator.routing.state import FORGET_AFTER
 from orchestrator.tokens import input_tokens_estimate
 from orchestrator.types import Request
 from orchestrator.usage import Usage
@@ -46,8 +47,10 @@ __all__ = [
 
 OrderName = Literal["priority", "weighted", "least_busy", "latency", "cost"]
 ORDERS: tuple[str, ...] = ("priority", "weighted", "least_busy", "latency", "cost")
-#: ``latency``: a child with no sample for this long goes first once (seconds).
-EXPLORE_AFTER = 10.0
+#: ``latency``: a child with no sample for this long goes first once (seconds); its figure
+#: is forgotten by then, so the exploring call's sample is its new figure.
+EXPLORE_AFTER = FORGET_AFTER
+_GOLDEN = (5**0.5 - 1) / 2
 #: ``cost``: output tokens assumed for a request without ``max_tokens``.
 OUTPUT_GUESS = 512
 
@@ -79,11 +82,16 @@ class Strategy(Protocol):
 
 class Weighted:
     """The first child drawn by weight (``weights`` by child name, or positional for a
-    split); the others follow in chain order."""
+    split); the others follow in chain order.
+
+    Without a key the draws are a low-discrepancy sequence (golden-ratio steps from
+    a start drawn from the agent's ``rng``): every window of calls lands within a
+    fraction of a point of the weights, not only their average over many.
+    """
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "total")
+    __slots__ = ("cumulative", "start", "step", "total")
 
     def __init__(self, weights: Sequence[float]) -> None:
         running, self.cumulative = 0.0, []
@@ -91,10 +99,17 @@ class Weighted:
             running += w
             self.cumulative.append(running)
         self.total = running
+        self.start: float | None = None  # drawn from the agent's rng on first use
+        self.step = 0
 
     def first(self, choice: Choice) -> int:
         """The index of the child going first for this ``choice``."""
-        draw = choice.rng.random() if choice.draw is None else choice.draw
+        draw = choice.draw
+        if draw is None:
+            start = choice.rng.random() if self.start is None else self.start
+            draw = (start + self.step * _GOLDEN) % 1.0
+            if not choice.peek:  # an explanation shows the next draw without taking it
+                self.start, self.step = start, self.step + 1
         at = bisect.bisect_right(self.cumulative, draw * self.total)
         return min(at, len(self.cumulative) - 1)
 
