@@ -8,11 +8,12 @@
     failover run chain.yaml --workflow release --input topic=x  # every step's answer
     failover check chain.yaml --ping                            # validate; ping each provider
     failover health chain.yaml --json                           # circuits in the shared store
+    failover explain chain.yaml --prompt-file p.txt             # the order a run would try
     failover simulate --port 8787 --script faults.json          # the simulated server (plug-in)
     failover demo                                               # the example chains (plug-in)
 
-``run``, ``check`` and ``health`` are built in (:mod:`orchestrator.cli.run`,
-``check``, ``health``); every other command comes from the
+``run``, ``check``, ``health`` and ``explain`` are built in (:mod:`orchestrator.cli.run`,
+``check``, ``health``, ``explain``); every other command comes from the
 ``failover.commands`` entry-point group (:mod:`orchestrator.cli.plugins`), which
 is how ``demo`` and ``simulate`` arrive from the ``providers`` package.
 
@@ -34,7 +35,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from orchestrator import events
-from orchestrator.cli import check, health, run
+from orchestrator.cli import check, explain, health, run
 from orchestrator.cli.plugins import GROUP, Command, load_commands
 from orchestrator.cli.text import MAX_STDIN_BYTES, UsageError, tolerant_stdout
 
@@ -133,6 +134,11 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
             "each provider's circuit from the chain file's shared health store",
             health.add_arguments,
             health.health,
+        ),
+        "explain": _Builtin(
+            "the order a run would try the children in, and why any would be skipped",
+            explain.add_arguments,
+            explain.explain_command,
         ),
     }
     notes = [_NO_PLUGINS] if not plugins else []
