@@ -199,7 +199,7 @@ def _agent(
         raise ConfigError([constructor_problem(src, where, exc, env)]) from None
 
 
-def _routing(aspec: AgentSpec) -> tuple[dict[str, Any], Any]:
+def _routing(aspec: AgentSpec) -> tuple[dict[str, Any], Callable[..., FallbackAgent]]:
     """The routing arguments of an agent (``order``, ``weights``, ``affinity``), and the
     class to build: a :class:`~orchestrator.Split` for ``split:``."""
     ttl = {"affinity_ttl": aspec.affinity.ttl} if aspec.affinity is not None else {}
@@ -210,7 +210,7 @@ def _routing(aspec: AgentSpec) -> tuple[dict[str, Any], Any]:
     from orchestrator.routing.split import Split
 
     split = aspec.split
-    return {**ttl}, lambda children, **kw: Split(split, children=children, **kw)
+    return ttl, lambda children, **kw: Split(split, children=children, **kw)
 
 
 @contextmanager
