@@ -21,7 +21,7 @@ from aiohttp import web
 from orchestrator.errors import FallbackError
 from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
-from providers.serve import anthropic_wire
+from providers.serve import anthropic_wire, fields
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
 from providers.serve.call import ClientCall, Wire, dumps
@@ -53,6 +53,8 @@ _PING_EVERY = 1.0
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 #: The model name the client asked for (replies name the model that answered).
 _ALIAS = "x-failover-model-alias"
+#: The call's affinity key, before the body's prompt_cache_key / user / metadata.user_id.
+_AFFINITY = "x-failover-affinity"
 
 
 def build_app(models: Models, keys: GatewayKeys, settings: GatewaySettings) -> web.Application:
@@ -224,6 +226,8 @@ def _endpoint(wire: Wire) -> Any:
                 return _failure(wire, _BUSY)
             try:
                 call = wire.parse(await _read_body(request))
+                key = fields.affinity(request.headers.get(_AFFINITY), call.affinity)
+                call = replace(call, affinity=key)
             except Exception as exc:  # BadRequest, or a parsing gap: still the client's shape
                 return _failure(wire, _failed(exc))
             model = request.app[MODELS].get(call.model)
@@ -251,7 +255,7 @@ def _answered_by(call: ClientCall, model: str | None) -> ClientCall:
 
 async def _whole(wire: Wire, call: ClientCall, model: Model) -> web.Response:
     try:
-        result = await model.run(call.request)
+        result = await model.run(call.request, call.affinity)
     except Exception as exc:
         return _failure(wire, _failed(exc), _attempts(exc))
     reply = wire.reply(_answered_by(call, result.model), result)
@@ -280,7 +284,7 @@ async def _stream(
     response: web.StreamResponse | None = None
     pinged = 0.0
     try:
-        async with model.stream(call.request) as chunks:
+        async with model.stream(call.request, call.affinity) as chunks:
             async for chunk in chunks:
                 out = b""
                 if response is None:
