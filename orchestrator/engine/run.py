@@ -26,7 +26,7 @@ from orchestrator.engine.attempt import (
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.handover import before_fallback, with_handover
-from orchestrator.engine.serving import Member, route
+from orchestrator.engine.serving import Member, route, routed
 from orchestrator.errors import FallbackError, InvalidOutput
 from orchestrator.policy import RetryPolicy
 from orchestrator.summary import never_tried
@@ -83,7 +83,7 @@ class Run:
         #: The children in the order this run tries them (:func:`.serving.order`).
         self.members = agent.members if members is None else members
         #: Their names (on the Result), the routing keys, the split arm (:mod:`.serving`).
-        self.order = agent.names if self.members is agent.members else names(self.members)
+        self.order = agent.names if members is None else agent.router.names_of(members)
         self.keys: Keys | None = None
         self.arm: str | None = None
         self.deadline, self.attempt_limit = deadline, attempt_limit
@@ -332,12 +332,6 @@ class Run:
 
     # -- endings -------------------------------------------------------------
 
-    def routed(self) -> dict[str, Any]:
-        """How a routed run chose its order, for its events (nothing for a plain run)."""
-        if self.keys is None and self.agent.router.plain:
-            return {}
-        return {"order": list(self.order), "arm": self.arm}
-
     def _succeeded(self, result: Result) -> Result:
         if result.order is not self.order or result.arm != self.arm:  # a lane's, an inner run's
             result = replace(result, order=self.order, arm=self.arm)
@@ -349,7 +343,7 @@ class Run:
             "info",
             "run_succeeded",
             agent=self.agent.name,
-            **self.routed(),
+            **routed(self),
             handled_by=result.handled_by,
             attempts=len(result.attempts),
             latency=result.latency,
@@ -379,7 +373,7 @@ class Run:
             "warning",
             "run_failed",
             agent=agent.name,
-            **self.routed(),
+            **routed(self),
             attempts=len(attempts),
             deadline=self.log.deadline_passed,
             untried=list(untried),
@@ -395,11 +389,6 @@ class Run:
                     str(text), None, tuple(attempts), took, best_effort=True, order=self.order
                 )
         raise FallbackError(attempts, name=agent.name, untried=untried)
-
-
-def names(members: tuple[Member, ...]) -> tuple[str, ...]:
-    """The names of ``members``, in their order."""
-    return tuple(m.name for m in members)
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

@@ -18,18 +18,19 @@ come) is listed by :func:`why_not`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from orchestrator.errors import CircuitOpen
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.children import ChainChild, ProviderChild
+    from orchestrator.engine.run import Run
     from orchestrator.health import HealthStore
     from orchestrator.routing.router import Keys
     from orchestrator.types import Request
 
-__all__ = ["Member", "Verdict", "explain", "order", "route", "why_not"]
+__all__ = ["Member", "Verdict", "explain", "order", "route", "routed", "why_not"]
 
 Member: TypeAlias = "ChainChild | ProviderChild"
 
@@ -64,8 +65,16 @@ def route(
         if held is not None and held != ranked[0].name:
             child = next((m for m in ranked if m.name == held), None)
             if child is not None and why_not(child, request, agent.health_store) is None:
-                ranked = [child, *(m for m in ranked if m is not child)]
-    return tuple(ranked), arm
+                ranked = (child, *(m for m in ranked if m is not child))
+    return ranked, arm
+
+
+def routed(run: Run) -> dict[str, Any]:
+    """How a routed run chose its order, for its events and span: the order and the split
+    arm (nothing for a plain run: the chain's own order, no key)."""
+    if run.keys is None and run.agent.router.plain:
+        return {}
+    return {"order": run.order, "arm": run.arm}
 
 
 def why_not(child: Member, request: Request, store: HealthStore | None) -> BaseException | None:

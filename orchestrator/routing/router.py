@@ -7,13 +7,12 @@ and no affinity key the engine does not ask at all (:attr:`Router.plain`).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.routing.state import DEFAULT_AFFINITY_TTL, MemoryRouting, RoutingState, key_digest
-from orchestrator.routing.strategies import Choice, Strategy, Weighted
+from orchestrator.routing.strategies import Strategy
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -33,6 +32,15 @@ class Keys:
 
     affinity: str | None
     split: str | None
+    #: The affinity key's digest per agent name (made once per run, asked twice).
+    digests: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def digest(self, agent: str) -> str:
+        """The stored form of the affinity key for the agent named ``agent``."""
+        made = self.digests.get(agent)
+        if made is None:
+            made = self.digests[agent] = key_digest(f"{agent}\0{self.affinity}")
+        return made
 
     @classmethod
     def of(cls, affinity: str | None, split_key: str | None) -> Keys | None:
@@ -63,6 +71,8 @@ class Router:
         "affinity_ttl",
         "arms",
         "counts",
+        "found",
+        "names",
         "own_state",
         "owners",
         "plain",
@@ -81,47 +91,52 @@ class Router:
         #: Neither a strategy nor a split: without keys the chain's own order, unasked.
         self.plain = strategy is None and arms is None
         self.own_state: MemoryRouting | None = None  # for an agent without a store
+        self.found: RoutingState | None = None  # the state, once looked up
         self.owners: dict[str, str] | None = None  # provider name -> child name (lazy)
+        self.names: dict[tuple[Member, ...], tuple[str, ...]] = {}  # an order -> its names
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
 
     def state(self, agent: FallbackAgent) -> RoutingState:
         """The health store's routing state (shared by its users), else the agent's own."""
-        shared = getattr(agent.health_store, "routing", None)
-        if shared is not None:
-            state: RoutingState = shared
-            return state
-        if self.own_state is None:
-            self.own_state = MemoryRouting(agent.clock)
-        return self.own_state
+        found = self.found
+        if found is None:
+            shared = getattr(agent.health_store, "routing", None)
+            if shared is None:
+                shared = self.own_state = MemoryRouting(agent.clock)
+            found = self.found = shared
+        return found
 
     def rank(
         self, agent: FallbackAgent, request: Any, keys: Keys | None, peek: bool
-    ) -> tuple[Sequence[Member], str | None]:
+    ) -> tuple[tuple[Member, ...], str | None]:
         """The strategy's order of ``agent``'s children and the split arm (None: no split)."""
-        members: Sequence[Member] = agent.members
+        members = agent.members
         strategy = self.strategy
         if strategy is None:
             return members, None
-        rng = agent.rng
-        if peek and not (self.arms is not None and keys is not None):
-            rng = random.Random()
-            rng.setstate(agent.rng.getstate())  # an explanation draws what the next run will
         draw = None
         if self.arms is not None and keys is not None and keys.split is not None:
             draw = int(key_digest(f"{agent.name}\0{keys.split}"), 16) / 2.0**64
-        choice = Choice(request, self.state(agent), rng, agent.clock.now(), peek, draw)
-        ranked = strategy.rank(members, choice)
+        ranked = strategy.rank(members, request, agent, peek, draw)
         if self.arms is None:
             return ranked, None
-        assert isinstance(strategy, Weighted)
-        return ranked, self.arms[agent.members.index(ranked[0])]
+        return ranked, self.arms[members.index(ranked[0])]
+
+    def names_of(self, members: tuple[Member, ...]) -> tuple[str, ...]:
+        """The names of ``members`` (an order of the agent's children), made once per order."""
+        names = self.names.get(members)
+        if names is None:
+            names = tuple(m.name for m in members)
+            if len(self.names) < 256:  # orders of a few children: a handful
+                self.names[members] = names
+        return names
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
         """The digest of ``keys.affinity`` for this agent and the child holding it."""
         assert keys.affinity is not None
-        digest = key_digest(f"{agent.name}\0{keys.affinity}")
+        digest = keys.digest(agent.name)
         return digest, self.state(agent).affinity(digest)
 
     def served(self, agent: FallbackAgent, keys: Keys, provider: str | None) -> None:
@@ -133,8 +148,7 @@ class Router:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
         if child is not None:
-            digest = key_digest(f"{agent.name}\0{keys.affinity}")
-            self.state(agent).keep(digest, child, self.affinity_ttl)
+            self.state(agent).keep(keys.digest(agent.name), child, self.affinity_ttl)
 
 
 def _owners(members: Sequence[Any], depth: int = 0) -> dict[str, str]:

@@ -25,6 +25,5 @@ def router_for(
     affinity_ttl: float | timedelta,
 ) -> Router:
     """The router of ``agent`` (its ``children`` named), or ``ValueError`` naming the fix."""
-    names = [c.name for c in agent.children]
     ttl = seconds(affinity_ttl, "FallbackAgent.affinity_ttl")
-    return Router(strategy_for(order, names, weights), affinity_ttl=ttl)
+    return Router(strategy_for(order, agent.members, weights), affinity_ttl=ttl)

@@ -99,6 +99,9 @@ class MemoryRouting:
         self.busy: dict[str, int] = {}
         self.averages: dict[str, tuple[float, float]] = {}  # child -> (average, sampled at)
         self.explorations: dict[str, float] = {}  # child -> when a run last explored it
+        #: child -> (average, last sampled or explored): what ``latency`` answers, kept
+        #: ready (it is read for every child on every call).
+        self.figures: dict[str, tuple[float, float]] = {}
         self.keys: OrderedDict[str, tuple[str, float]] = OrderedDict()  # digest -> child, until
         self._lock = threading.Lock()
 
@@ -114,16 +117,23 @@ class MemoryRouting:
     def observe(self, child: str, seconds: float) -> None:
         now = self.clock.now()
         self.averages[child] = (decayed(self.averages.get(child), seconds, now), now)
+        self.refigure(child)
 
     def latency(self, child: str) -> tuple[float, float] | None:
-        known = self.averages.get(child)
-        explored = self.explorations.get(child)
-        if known is None:
-            return None if explored is None else (math.inf, explored)
-        return known[0], known[1] if explored is None else max(known[1], explored)
+        return self.figures.get(child)
 
     def explored(self, child: str) -> None:
         self.explorations[child] = self.clock.now()
+        self.refigure(child)
+
+    def refigure(self, child: str) -> None:
+        """Make ``child``'s :meth:`latency` answer from its average and exploration."""
+        known, explored = self.averages.get(child), self.explorations.get(child)
+        if known is None:
+            if explored is not None:
+                self.figures[child] = (math.inf, explored)
+            return
+        self.figures[child] = (known[0], known[1] if explored is None else max(known[1], explored))
 
     def affinity(self, digest: str) -> str | None:
         held = self.keys.get(digest)
@@ -132,11 +142,13 @@ class MemoryRouting:
         return held[0]
 
     def keep(self, digest: str, child: str, ttl: float) -> None:
-        with self._lock:
-            self.keys[digest] = (child, self.clock.now() + ttl)
-            self.keys.move_to_end(digest)
-            while len(self.keys) > self.max_keys:
-                self.keys.popitem(last=False)
+        keys = self.keys
+        keys[digest] = (child, self.clock.now() + ttl)
+        keys.move_to_end(digest)
+        if len(keys) > self.max_keys:
+            with self._lock:  # two threads trimming at once must not pop an empty table
+                while len(keys) > self.max_keys:
+                    keys.popitem(last=False)
 
     def __repr__(self) -> str:
         return f"MemoryRouting(children={len(self.averages)}, keys={len(self.keys)})"

@@ -21,7 +21,6 @@ import bisect
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from orchestrator.routing.state import FORGET_AFTER
@@ -30,12 +29,11 @@ from orchestrator.types import Request
 from orchestrator.usage import Usage
 
 if TYPE_CHECKING:
+    from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.serving import Member
-    from orchestrator.routing.state import RoutingState
 
 __all__ = [
     "ORDERS",
-    "Choice",
     "Cost",
     "LatencyFirst",
     "LeastBusy",
@@ -55,29 +53,28 @@ _GOLDEN = (5**0.5 - 1) / 2
 OUTPUT_GUESS = 512
 
 
-@dataclass(slots=True)
-class Choice:
-    """What a strategy may look at for one run: the request, the routing state, the
-    randomness (a key's hash for a split, else the agent's seeded ``rng``), the time,
-    and whether this is only an explanation (``peek``: change nothing)."""
-
-    request: Request
-    state: RoutingState
-    rng: random.Random
-    now: float
-    peek: bool
-    draw: float | None = None  # a key's hash in [0, 1): the same key, the same draw
-
-
 class Strategy(Protocol):
-    """One order strategy bound to an agent's children."""
+    """One order strategy bound to an agent's children (``members``, in chain order).
+
+    ``rank`` is asked once per run: ``agent`` gives the routing state
+    (``agent.router.state(agent)``), the clock and the seeded ``rng``; ``draw`` is a
+    key's hash in [0, 1) for a split (the same key, the same draw); ``peek`` marks an
+    explanation, which changes nothing (the next run draws what it shows).
+    """
 
     name: str
     #: What the engine must tell the routing state: calls in flight, latency samples.
     counts: bool
     times: bool
 
-    def rank(self, members: Sequence[Member], choice: Choice) -> Sequence[Member]: ...
+    def rank(
+        self,
+        members: tuple[Member, ...],
+        request: Request,
+        agent: FallbackAgent,
+        peek: bool,
+        draw: float | None,
+    ) -> tuple[Member, ...]: ...
 
 
 class Weighted:
@@ -91,7 +88,7 @@ class Weighted:
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "start", "step", "total")
+    __slots__ = ("cumulative", "orders", "start", "step", "total")
 
     def __init__(self, weights: Sequence[float]) -> None:
         running, self.cumulative = 0.0, []
@@ -101,21 +98,38 @@ class Weighted:
         self.total = running
         self.start: float | None = None  # drawn from the agent's rng on first use
         self.step = 0
+        self.orders: dict[int, tuple[Any, ...]] = {}  # first index -> the order (made once)
 
-    def first(self, choice: Choice) -> int:
-        """The index of the child going first for this ``choice``."""
-        draw = choice.draw
+    def first(self, rng: random.Random, peek: bool, draw: float | None) -> int:
+        """The index of the child going first: by ``draw`` (a key's hash), else the next
+        step of the sequence (``peek``: shown, not taken)."""
         if draw is None:
-            start = choice.rng.random() if self.start is None else self.start
+            start = self.start
+            if start is None:
+                if peek:  # the draw the next run will make, not taken from the agent's rng
+                    copy = random.Random()
+                    copy.setstate(rng.getstate())
+                    rng = copy
+                start = rng.random()
             draw = (start + self.step * _GOLDEN) % 1.0
-            if not choice.peek:  # an explanation shows the next draw without taking it
+            if not peek:
                 self.start, self.step = start, self.step + 1
         at = bisect.bisect_right(self.cumulative, draw * self.total)
         return min(at, len(self.cumulative) - 1)
 
-    def rank(self, members: Sequence[Member], choice: Choice) -> Sequence[Member]:
-        i = self.first(choice)
-        return (members[i], *members[:i], *members[i + 1 :]) if i else members
+    def rank(
+        self,
+        members: tuple[Member, ...],
+        request: Request,
+        agent: FallbackAgent,
+        peek: bool,
+        draw: float | None,
+    ) -> tuple[Member, ...]:
+        i = self.first(agent.rng, peek, draw)
+        order = self.orders.get(i)
+        if order is None:
+            order = self.orders[i] = (members[i], *members[:i], *members[i + 1 :])
+        return order
 
 
 class LeastBusy:
@@ -125,9 +139,20 @@ class LeastBusy:
     counts, times = True, False
     __slots__ = ()
 
-    def rank(self, members: Sequence[Member], choice: Choice) -> Sequence[Member]:
-        busy = choice.state.in_flight
-        return sorted(members, key=lambda m: busy(m.name))
+    def rank(
+        self,
+        members: tuple[Member, ...],
+        request: Request,
+        agent: FallbackAgent,
+        peek: bool,
+        draw: float | None,
+    ) -> tuple[Member, ...]:
+        busy = agent.router.state(agent).in_flight
+        counts = [busy(m.name) for m in members]
+        if min(counts) == counts[0]:
+            return members  # the first is among the least busy: chain order (the usual case)
+        ranked = sorted(range(len(members)), key=counts.__getitem__)
+        return tuple(members[i] for i in ranked)
 
 
 class LatencyFirst:
@@ -141,25 +166,33 @@ class LatencyFirst:
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
 
-    def rank(self, members: Sequence[Member], choice: Choice) -> Sequence[Member]:
-        state, horizon = choice.state, choice.now - self.explore_after
-        scored: list[tuple[float, int, Member]] = []
-        stalest: tuple[float, int] | None = None
+    def rank(
+        self,
+        members: tuple[Member, ...],
+        request: Request,
+        agent: FallbackAgent,
+        peek: bool,
+        draw: float | None,
+    ) -> tuple[Member, ...]:
+        state = agent.router.state(agent)
+        latency, horizon = state.latency, agent.clock.now() - self.explore_after
+        scores: list[float] = []
+        stalest, stalest_at = -1, math.inf
         for i, m in enumerate(members):
-            known = state.latency(m.name)
-            at = -math.inf if known is None else known[1]
-            if at <= horizon and (stalest is None or at < stalest[0]):
-                stalest = (at, i)
-            scored.append((math.inf if known is None else known[0], i, m))
-        scored.sort(key=lambda s: s[:2])
-        ranked = [m for _, _, m in scored]
-        if stalest is not None and len(members) > 1:
-            explore = members[stalest[1]]
-            if not choice.peek:
-                state.explored(explore.name)
-            ranked.remove(explore)
-            ranked.insert(0, explore)
-        return ranked
+            known = latency(m.name)
+            if known is None:
+                at, score = -math.inf, math.inf
+            else:
+                score, at = known
+            if at <= horizon and at < stalest_at:
+                stalest, stalest_at = i, at
+            scores.append(score)
+        if stalest >= 0 and len(members) > 1:
+            if not peek:
+                state.explored(members[stalest].name)
+            scores[stalest] = -math.inf  # explored: first, once
+        ranked = sorted(range(len(members)), key=scores.__getitem__)
+        return tuple(members[i] for i in ranked)
 
 
 class Cost:
@@ -167,37 +200,76 @@ class Cost:
 
     name = "cost"
     counts = times = False
-    __slots__ = ()
+    __slots__ = ("flat", "prices")
 
-    def rank(self, members: Sequence[Member], choice: Choice) -> Sequence[Member]:
-        request = choice.request
-        usage = Usage(input_tokens_estimate(request), request.max_tokens or OUTPUT_GUESS)
-        return sorted(members, key=lambda m: price_of(m, usage))
+    def __init__(self, members: Sequence[Any]) -> None:
+        self.prices = [_pricer(m) for m in members]
+        #: When flat prices rank the same by input and by output (or unpriced: last), the
+        #: order is the same for every request: computed once.
+        self.flat: tuple[Any, ...] | None = None
+        if all(p is None or isinstance(p, tuple) for p in self.prices):
+            by_in = sorted(range(len(members)), key=lambda i: _rate(self.prices[i], 0))
+            by_out = sorted(range(len(members)), key=lambda i: _rate(self.prices[i], 1))
+            if by_in == by_out:
+                self.flat = tuple(members[i] for i in by_in)
+
+    def rank(
+        self,
+        members: tuple[Member, ...],
+        request: Request,
+        agent: FallbackAgent,
+        peek: bool,
+        draw: float | None,
+    ) -> tuple[Member, ...]:
+        if self.flat is not None:
+            return self.flat
+        tokens = (input_tokens_estimate(request), request.max_tokens or OUTPUT_GUESS)
+        costs = [_cost(p, tokens) for p in self.prices]
+        return tuple(members[i] for i in sorted(range(len(members)), key=costs.__getitem__))
 
 
-def price_of(member: Any, usage: Usage, depth: int = 0) -> float:
-    """USD ``member`` would charge for ``usage`` (a nested chain: its cheapest child);
-    infinite when unknown."""
+def _pricer(member: Any, depth: int = 0) -> Any:
+    """How ``member`` is priced: a flat ``(input, output)`` USD per 1M tokens, a rates
+    object whose ``cost(usage)`` knows tiers, a list (a nested chain: its cheapest), or
+    None (unpriced)."""
     agent = getattr(member, "agent", None)
     if agent is not None:
-        if depth > 8:  # chains nest a few levels; bounded all the same
-            return math.inf
-        return min((price_of(m, usage, depth + 1) for m in agent.members), default=math.inf)
+        return [_pricer(m, depth + 1) for m in agent.members] if depth < 8 else None
     provider = getattr(member, "provider", member)
-    cost = getattr(getattr(provider, "rates", None), "cost", None)
-    if callable(cost):
-        return float(cost(usage))
+    rates: Any = getattr(provider, "rates", None)
+    if callable(getattr(rates, "cost", None)):
+        tiers = getattr(rates, "input_tiers", None), getattr(rates, "output_tiers", None)
+        flat = isinstance(getattr(rates, "input", None), int | float) and tiers == ((), ())
+        return (float(rates.input), float(rates.output)) if flat else rates
     price = getattr(provider, "price", None)
     if isinstance(price, tuple) and len(price) == 2:
-        return float(usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1e6
-    return math.inf
+        return (float(price[0]), float(price[1]))
+    return None
+
+
+def _rate(price: tuple[float, float] | None, which: int) -> float:
+    """A flat price's input (0) or output (1) rate; unpriced sorts last."""
+    return math.inf if price is None else price[which]
+
+
+def _cost(pricer: Any, tokens: tuple[int, int]) -> float:
+    """USD for ``tokens`` (input, output) at ``pricer`` (infinite when unpriced)."""
+    if pricer is None:
+        return math.inf
+    if isinstance(pricer, tuple):
+        return float(tokens[0] * pricer[0] + tokens[1] * pricer[1]) / 1e6
+    if isinstance(pricer, list):
+        return min((_cost(p, tokens) for p in pricer), default=math.inf)
+    cost: float = pricer.cost(Usage(*tokens))
+    return float(cost)
 
 
 def strategy_for(
-    order: str, names: Sequence[str], weights: Mapping[str, float] | None
+    order: str, members: Sequence[Any], weights: Mapping[str, float] | None
 ) -> Strategy | None:
-    """The strategy ``order=`` names for children ``names`` (None for ``priority``);
+    """The strategy ``order=`` names for an agent's ``members`` (None for ``priority``);
     ``ValueError`` naming the fix for an unknown order or bad weights."""
+    names = [m.name for m in members]
     if order not in ORDERS:
         raise ValueError(f"order: {order!r} is not one of {', '.join(ORDERS)}")
     if weights is not None and order != "weighted":
@@ -208,7 +280,7 @@ def strategy_for(
         return LeastBusy()
     if order == "latency":
         return LatencyFirst()
-    return Cost() if order == "cost" else None
+    return Cost(members) if order == "cost" else None
 
 
 def check_weights(

@@ -25,6 +25,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from orchestrator.engine import serving
 from orchestrator.telemetry import names as n
 from orchestrator.telemetry.describe import (
     input_messages,
@@ -148,7 +149,7 @@ class RunTrace:
         if span is None:
             return
         attrs: dict[str, Any] = {n.ATTEMPTS: len(self.run.log.attempts)}
-        routed = self.run.routed()
+        routed = serving.routed(self.run)
         if routed:  # a routed run: the order it used, and its split arm
             attrs[n.ORDER] = routed["order"]
             if routed["arm"] is not None:

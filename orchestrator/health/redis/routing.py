@@ -1,9 +1,10 @@
 """Routing state shared through Redis: calls in flight, latency figures, affinity keys.
 
 A :class:`SharedRouting` answers every call from a local
-:class:`~orchestrator.routing.state.MemoryRouting` (no I/O on the hot path) and,
-once routing is used, syncs with Redis on the store's background tick
-(:meth:`exchange`, one pipelined round trip):
+:class:`~orchestrator.routing.state.MemoryRouting` (no I/O on the hot path) and
+syncs with Redis on the store's background tick (:meth:`exchange`, one more
+pipelined round trip: a replica must learn the keys others kept before its own
+first keyed call, so it reads them whether or not it routed yet):
 
 - calls in flight: each process publishes its own counts (``P busy:{owner}``, a
   hash that expires unless refreshed) and reads the others' sum;
@@ -98,7 +99,6 @@ class SharedRouting(MemoryRouting):
         super().__init__(clock)
         self.key_prefix, self.owner = key_prefix, owner
         self.stale_after = max(1.0, 20 * sync_interval)  # a process silent this long is gone
-        self.used = False  # nothing to share until routing asks or tells something
         self.others: dict[str, int] = {}  # child -> calls in flight in the other processes
         self._figures: dict[tuple[str, str], str] = {}  # (kind, child) -> value to push
         self._kept: dict[str, tuple[str, float]] = {}  # digest -> (child, ttl) to push
@@ -109,42 +109,28 @@ class SharedRouting(MemoryRouting):
     # -- the RoutingState calls: local, remembered for the next push ---------------------
 
     def in_flight(self, child: str) -> int:
-        self.used = True
         return super().in_flight(child) + self.others.get(child, 0)
 
     def observe(self, child: str, seconds: float) -> None:
-        self.used = True
         super().observe(child, seconds)
         average, at = self.averages[child]
         self._figures["l", child] = f"{average!r} {self._wall(at)!r}"
 
     def explored(self, child: str) -> None:
-        self.used = True
         super().explored(child)
         self._figures["e", child] = repr(self._wall(self.explorations[child]))
 
-    def affinity(self, digest: str) -> str | None:
-        self.used = True
-        return super().affinity(digest)
-
     def keep(self, digest: str, child: str, ttl: float) -> None:
-        self.used = True
         super().keep(digest, child, ttl)
         self._kept[digest] = (child, ttl)
         if len(self._kept) > _MAX_UNPUSHED:  # Redis gone for long: the mirror keeps them
             del self._kept[next(iter(self._kept))]
         self._longest = max(self._longest, ttl)
 
-    def began(self, child: str) -> None:
-        self.used = True
-        super().began(child)
-
     # -- the round trip --------------------------------------------------------------------
 
     async def exchange(self, client: Any) -> None:
         """Push what changed here and read the fleet's figures (one pipeline)."""
-        if not self.used:
-            return
         busy, figures, affinity = self._scripts_for(client)
         wall, p = self.clock.wall(), self.key_prefix
         pushed, self._figures = self._figures, {}
@@ -183,10 +169,12 @@ class SharedRouting(MemoryRouting):
             mine = self.averages.get(latency[i])
             if mine is None or self._wall(mine[1]) < at:
                 self.averages[latency[i]] = (average, self._local(at))
+                self.refigure(latency[i])
         for i in range(0, len(explored), 2):
             at = self._local(float(explored[i + 1]))
             if at > self.explorations.get(explored[i], -1e18):
                 self.explorations[explored[i]] = at
+                self.refigure(explored[i])
         for i in range(0, len(listed), 4):
             digest, child, left, when = listed[i : i + 4]
             self._since = max(self._since, float(when))

@@ -103,7 +103,7 @@ async def test_affinity_works_nested_and_the_key_never_appears_in_events(
         kept = {(await outer.run("hi", affinity="user-42")).handled_by for _ in range(50)}
     assert len(kept) == 1
     assert "user-42" not in repr(events)
-    assert events[-1]["order"] == [inner_agent.name, "backup"]
+    assert events[-1]["order"] == (inner_agent.name, "backup")
 
 
 async def test_a_split_assigns_the_arm_by_the_affinity_key(clock: FakeClock) -> None:
