@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import gc
 import random
-import statistics
-import time
 from collections.abc import Awaitable, Callable
+
+from engine_overhead import interleaved
 
 from orchestrator import FallbackAgent, Request, Response, Split
 from orchestrator.health import MemoryHealthStore
@@ -33,13 +32,6 @@ class Noop:
 
     async def complete(self, request: Request) -> Response:
         return _OK
-
-
-async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float:
-    t0 = time.process_time_ns()
-    for _ in range(calls):
-        await fn()
-    return (time.process_time_ns() - t0) / calls / 1000.0  # microseconds
 
 
 def runs() -> dict[str, Callable[[], Awaitable[object]]]:
@@ -61,25 +53,13 @@ def runs() -> dict[str, Callable[[], Awaitable[object]]]:
 
 
 async def main(batches: int, calls: int) -> dict[str, float]:
-    measured = runs()
-    for fn in measured.values():  # warm up
-        await cpu_per_call(fn, 200)
-    gc.disable()
-    cpu: dict[str, list[float]] = {name: [] for name in measured}
-    try:
-        for _ in range(batches):
-            for name, fn in measured.items():
-                cpu[name].append(await cpu_per_call(fn, calls))
-            gc.collect()
-    finally:
-        gc.enable()
-    return {name: statistics.median(v) for name, v in cpu.items()}
+    return await interleaved(runs(), batches, calls)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--batches", type=int, default=40)
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--batches", type=int, default=40, help="batches (the median is taken)")
+    ap.add_argument("--calls", type=int, default=2000, help="calls of each agent per batch")
     args = ap.parse_args()
     med = asyncio.run(main(args.batches, args.calls))
     base = med["priority"]

@@ -74,7 +74,8 @@ class ProviderChild:
         unfit = self.can_serve(request)
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
-        routing = call_began(run, self.name)  # None unless the agent's order reads it
+        # What the agent's order reads (calls in flight, latency): None for most orders.
+        routing = call_began(run, self.name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
         try:
             outcome = await (
@@ -213,7 +214,7 @@ class ChainChild:
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """Run the inner chain; a Result, or its FallbackError to hand over with."""
         inner = Run.start(self.agent, request, run.schema, None, run.delivery, within=run)
-        routing = call_began(run, self.name)  # None unless the agent's order reads it
+        routing = call_began(run, self.name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
         try:
             outcome = result = await inner.execute(counted_by=run.agent.health_store)

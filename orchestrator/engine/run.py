@@ -83,7 +83,8 @@ class Run:
         #: The children in the order this run tries them (:func:`.serving.order`).
         self.members = agent.members if members is None else members
         #: Their names (on the Result), the routing keys, the split arm (:mod:`.serving`).
-        self.order = agent.names if members is None else agent.router.names_of(members)
+        plain = members is None or members is agent.members  # a hedge lane passes the run's
+        self.order = agent.names if plain else agent.router.names_of(self.members)
         self.keys: Keys | None = None
         self.arm: str | None = None
         self.deadline, self.attempt_limit = deadline, attempt_limit
@@ -343,7 +344,7 @@ class Run:
             "info",
             "run_succeeded",
             agent=self.agent.name,
-            **routed(self),
+            **(routed(self) if self.keys is not None or not self.agent.router.plain else {}),
             handled_by=result.handled_by,
             attempts=len(result.attempts),
             latency=result.latency,
@@ -373,7 +374,7 @@ class Run:
             "warning",
             "run_failed",
             agent=agent.name,
-            **routed(self),
+            **(routed(self) if self.keys is not None or not self.agent.router.plain else {}),
             attempts=len(attempts),
             deadline=self.log.deadline_passed,
             untried=list(untried),

@@ -78,6 +78,7 @@ class Router:
         "plain",
         "strategy",
         "times",
+        "tracks",
     )
 
     def __init__(
@@ -97,6 +98,7 @@ class Router:
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
+        self.tracks = self.counts or self.times
 
     def state(self, agent: FallbackAgent) -> RoutingState:
         """The health store's routing state (shared by its users), else the agent's own."""

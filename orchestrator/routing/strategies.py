@@ -21,7 +21,7 @@ import bisect
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from orchestrator.routing.state import FORGET_AFTER
 from orchestrator.tokens import input_tokens_estimate
@@ -29,8 +29,12 @@ from orchestrator.types import Request
 from orchestrator.usage import Usage
 
 if TYPE_CHECKING:
-    from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.engine.agent import FallbackAgent as Agent
     from orchestrator.engine.serving import Member
+
+#: An order of an agent's children (each once); a key's hash in [0, 1), or None.
+Order: TypeAlias = "tuple[Member, ...]"
+Draw: TypeAlias = "float | None"
 
 __all__ = [
     "ORDERS",
@@ -68,13 +72,8 @@ class Strategy(Protocol):
     times: bool
 
     def rank(
-        self,
-        members: tuple[Member, ...],
-        request: Request,
-        agent: FallbackAgent,
-        peek: bool,
-        draw: float | None,
-    ) -> tuple[Member, ...]: ...
+        self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw
+    ) -> Order: ...
 
 
 class Weighted:
@@ -117,14 +116,7 @@ class Weighted:
         at = bisect.bisect_right(self.cumulative, draw * self.total)
         return min(at, len(self.cumulative) - 1)
 
-    def rank(
-        self,
-        members: tuple[Member, ...],
-        request: Request,
-        agent: FallbackAgent,
-        peek: bool,
-        draw: float | None,
-    ) -> tuple[Member, ...]:
+    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         i = self.first(agent.rng, peek, draw)
         order = self.orders.get(i)
         if order is None:
@@ -139,14 +131,7 @@ class LeastBusy:
     counts, times = True, False
     __slots__ = ()
 
-    def rank(
-        self,
-        members: tuple[Member, ...],
-        request: Request,
-        agent: FallbackAgent,
-        peek: bool,
-        draw: float | None,
-    ) -> tuple[Member, ...]:
+    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         busy = agent.router.state(agent).in_flight
         counts = [busy(m.name) for m in members]
         if min(counts) == counts[0]:
@@ -166,14 +151,7 @@ class LatencyFirst:
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
 
-    def rank(
-        self,
-        members: tuple[Member, ...],
-        request: Request,
-        agent: FallbackAgent,
-        peek: bool,
-        draw: float | None,
-    ) -> tuple[Member, ...]:
+    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         state = agent.router.state(agent)
         latency, horizon = state.latency, agent.clock.now() - self.explore_after
         scores: list[float] = []
@@ -213,14 +191,7 @@ class Cost:
             if by_in == by_out:
                 self.flat = tuple(members[i] for i in by_in)
 
-    def rank(
-        self,
-        members: tuple[Member, ...],
-        request: Request,
-        agent: FallbackAgent,
-        peek: bool,
-        draw: float | None,
-    ) -> tuple[Member, ...]:
+    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         if self.flat is not None:
             return self.flat
         tokens = (input_tokens_estimate(request), request.max_tokens or OUTPUT_GUESS)

@@ -25,7 +25,7 @@ __all__ = ["call_began", "call_ended"]
 def call_began(run: Run, name: str) -> RoutingState | None:
     """A call to child ``name`` starts; the state to tell when it ends (None: nothing)."""
     router = run.agent.router
-    if not (router.counts or router.times):
+    if not router.tracks:
         return None
     state = router.state(run.agent)
     if router.counts:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,21 +38,21 @@ CHAIN = """
     """
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimulatedServer]:
-    with SimulatedServer.in_thread() as server:
-        yield server
+@pytest.fixture
+def chain(
+    tmp_path: Path, simulated_server: SimulatedServer, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The chain file on the plugin's simulator (reset for the test) and a long prompt file
+    (over 1,000 tokens however counted: the tiny provider's window cannot take it)."""
+    monkeypatch.setenv("SIM", simulated_server.url)
+    monkeypatch.setenv("K", "sk-test")
+    (tmp_path / "p.txt").write_text(SECRET_PROMPT + " word" * 40000)
+    return write_chain(tmp_path, CHAIN)
 
 
 @pytest.fixture
-def chain(tmp_path: Path, sim: SimulatedServer, monkeypatch: pytest.MonkeyPatch) -> Path:
-    sim.reset()
-    monkeypatch.setenv("SIM", sim.url)
-    monkeypatch.setenv("K", "sk-test")
-    (tmp_path / "p.txt").write_text(
-        SECRET_PROMPT + " word" * 40000
-    )  # over 1,000 tokens however counted
-    return write_chain(tmp_path, CHAIN)
+def sim(simulated_server: SimulatedServer) -> SimulatedServer:
+    return simulated_server
 
 
 def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
