@@ -133,7 +133,7 @@ class LeastBusy:
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         busy = agent.router.state(agent).in_flight
-        counts = [busy(m.name) for m in members]
+        counts = [busy(name) for name in agent.router.names_of(members)]
         if min(counts) == counts[0]:
             return members  # the first is among the least busy: chain order (the usual case)
         ranked = sorted(range(len(members)), key=counts.__getitem__)
@@ -156,8 +156,8 @@ class LatencyFirst:
         latency, horizon = state.latency, agent.clock.now() - self.explore_after
         scores: list[float] = []
         stalest, stalest_at = -1, math.inf
-        for i, m in enumerate(members):
-            known = latency(m.name)
+        for i, name in enumerate(agent.router.names_of(members)):
+            known = latency(name)
             if known is None:
                 at, score = -math.inf, math.inf
             else:
