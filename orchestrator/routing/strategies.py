@@ -129,15 +129,17 @@ class LeastBusy:
 
     name = "least_busy"
     counts, times = True, False
-    __slots__ = ()
+    __slots__ = ("orders",)
+
+    def __init__(self) -> None:
+        self.orders: dict[tuple[int, ...], Order] = {}
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         busy = agent.router.state(agent).in_flight
         counts = [busy(name) for name in agent.router.names_of(members)]
         if min(counts) == counts[0]:
             return members  # the first is among the least busy: chain order (the usual case)
-        ranked = sorted(range(len(members)), key=counts.__getitem__)
-        return tuple(members[i] for i in ranked)
+        return ordered(members, sorted(range(len(members)), key=counts.__getitem__), self.orders)
 
 
 class LatencyFirst:
@@ -146,10 +148,11 @@ class LatencyFirst:
 
     name = "latency"
     counts, times = False, True
-    __slots__ = ("explore_after",)
+    __slots__ = ("explore_after", "orders")
 
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
+        self.orders: dict[tuple[int, ...], Order] = {}
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
         state = agent.router.state(agent)
@@ -169,8 +172,7 @@ class LatencyFirst:
             if not peek:
                 state.explored(members[stalest].name)
             scores[stalest] = -math.inf  # explored: first, once
-        ranked = sorted(range(len(members)), key=scores.__getitem__)
-        return tuple(members[i] for i in ranked)
+        return ordered(members, sorted(range(len(members)), key=scores.__getitem__), self.orders)
 
 
 class Cost:
@@ -196,7 +198,19 @@ class Cost:
             return self.flat
         tokens = (input_tokens_estimate(request), request.max_tokens or OUTPUT_GUESS)
         costs = [_cost(p, tokens) for p in self.prices]
-        return tuple(members[i] for i in sorted(range(len(members)), key=costs.__getitem__))
+        return ordered(members, sorted(range(len(members)), key=costs.__getitem__), {})
+
+
+def ordered(members: Order, ranked: list[int], made: dict[tuple[int, ...], Order]) -> Order:
+    """``members`` in the order of the indices ``ranked``; each order is made once (``made``,
+    a handful for a few children), so the run's names for it are made once too."""
+    key = tuple(ranked)
+    order = made.get(key)
+    if order is None:
+        order = tuple(members[i] for i in ranked)
+        if len(made) < 720:  # every order of up to 6 children; more are not kept
+            made[key] = order
+    return order
 
 
 def _pricer(member: Any, depth: int = 0) -> Any:
