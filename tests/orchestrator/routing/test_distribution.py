@@ -91,3 +91,12 @@ async def test_a_split_falls_back_inside_the_split_then_to_the_rest_of_the_chain
     assert (result.arm, result.handled_by) == ("opus-experimental", "haiku")
     assert list(dict.fromkeys(a.agent for a in result.attempts)) == ["opus_exp", "sonnet", "haiku"]
     assert result.order == (split.name, "haiku")
+
+
+async def test_a_streamed_call_is_assigned_the_same_arm_as_a_whole_one(clock: FakeClock) -> None:
+    agent = _ab(clock)
+    for i in range(50):
+        whole = await agent.run("x", split_key=f"user-{i}")
+        async with agent.stream("x", split_key=f"user-{i}") as s:
+            text = "".join([c async for c in s])
+        assert s.result.arm == whole.arm and text == whole.text
