@@ -85,10 +85,8 @@ class FallbackAgent(KeywordChecked):
     adds prompts and replies to the attempt spans (off by default: they may
     hold personal data).
 
-    ``order`` picks who goes first (:mod:`orchestrator.routing`): ``"priority"`` (the
-    list's order), ``"weighted"`` (``weights={name: w}``), ``"least_busy"``, ``"latency"``
-    or ``"cost"``; ``run(..., affinity=KEY)`` goes first to the child that served
-    ``KEY`` last, for ``affinity_ttl`` seconds of inactivity (default 600).
+    ``order`` (``"priority"``, ``"weighted"`` with ``weights=``, ``"least_busy"``, ``"latency"``,
+    ``"cost"``), ``run(affinity=KEY)`` and ``affinity_ttl``: :mod:`orchestrator.routing`.
     """
 
     def __init__(
