@@ -30,8 +30,9 @@ class Keys:
     and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
     not given). Nested chains see the keys of the run they are part of."""
 
-    affinity: str | None
-    split: str | None
+    # Keys name users and conversations: never in a repr (a log line, a traceback's locals).
+    affinity: str | None = field(repr=False)
+    split: str | None = field(repr=False)
     #: The affinity key's digest per agent name (made once per run, asked twice).
     digests: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -123,3 +123,10 @@ async def test_a_key_that_is_empty_or_too_long_is_refused_without_echoing_it(
     assert "xxxx" not in str(e.value)
     with pytest.raises(TypeError, match="split_key: expected a str, got int"):
         await agent.run("hi", split_key=7)  # type: ignore[arg-type]
+
+
+def test_the_keys_of_a_run_never_show_in_a_repr() -> None:
+    from orchestrator.routing.router import Keys
+
+    keys = Keys.of("user-42@example.com", "user-42@example.com")
+    assert keys is not None and "user-42" not in repr(keys)
