@@ -116,8 +116,10 @@ class MemoryRouting:
 
     def observe(self, child: str, seconds: float) -> None:
         now = self.clock.now()
-        self.averages[child] = (decayed(self.averages.get(child), seconds, now), now)
-        self.refigure(child)
+        average = decayed(self.averages.get(child), seconds, now)
+        self.averages[child] = (average, now)
+        explored = self.explorations.get(child)  # (what refigure does, inline: every call)
+        self.figures[child] = (average, now if explored is None or explored < now else explored)
 
     def latency(self, child: str) -> tuple[float, float] | None:
         return self.figures.get(child)

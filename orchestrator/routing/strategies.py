@@ -53,6 +53,8 @@ ORDERS: tuple[str, ...] = ("priority", "weighted", "least_busy", "latency", "cos
 #: is forgotten by then, so the exploring call's sample is its new figure.
 EXPLORE_AFTER = FORGET_AFTER
 _GOLDEN = (5**0.5 - 1) / 2
+#: ``latency``: an order is reused for this long (seconds) before the figures are read again.
+RERANK_AFTER = 0.05
 #: ``cost``: output tokens assumed for a request without ``max_tokens``.
 OUTPUT_GUESS = 512
 
@@ -144,19 +146,35 @@ class LeastBusy:
 
 class LatencyFirst:
     """Lowest decayed average latency first; a child unsampled for ``explore_after``
-    seconds goes first once (claimed, so one run explores it, not every run at once)."""
+    seconds goes first once (claimed, so one run explores it, not every run at once).
+
+    The order is recomputed at most every :data:`RERANK_AFTER` seconds (busy agents
+    reuse it: figures move little in 50 ms); an exploration is never reused.
+    """
 
     name = "latency"
     counts, times = False, True
-    __slots__ = ("explore_after", "orders")
+    __slots__ = ("explore_after", "last", "orders")
 
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
         self.orders: dict[tuple[int, ...], Order] = {}
+        self.last: tuple[float, Order] | None = None  # when the last order was made, and it
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
+        now = agent.clock.now()
+        last = self.last
+        if last is not None and 0.0 <= now - last[0] < RERANK_AFTER:
+            return last[1]
+        order, explored = self._rank(members, agent, now, peek)
+        if not peek:
+            self.last = None if explored else (now, order)
+        return order
+
+    def _rank(self, members: Order, agent: Agent, now: float, peek: bool) -> tuple[Order, bool]:
+        """The order by the figures now, and whether it explores a stale child."""
         state = agent.router.state(agent)
-        latency, horizon = state.latency, agent.clock.now() - self.explore_after
+        latency, horizon = state.latency, now - self.explore_after
         scores: list[float] = []
         stalest, stalest_at = -1, math.inf
         for i, name in enumerate(agent.router.names_of(members)):
@@ -168,11 +186,13 @@ class LatencyFirst:
             if at <= horizon and at < stalest_at:
                 stalest, stalest_at = i, at
             scores.append(score)
-        if stalest >= 0 and len(members) > 1:
+        explores = stalest >= 0 and len(members) > 1
+        if explores:
             if not peek:
                 state.explored(members[stalest].name)
             scores[stalest] = -math.inf  # explored: first, once
-        return ordered(members, sorted(range(len(members)), key=scores.__getitem__), self.orders)
+        ranked = sorted(range(len(members)), key=scores.__getitem__)
+        return ordered(members, ranked, self.orders), explores
 
 
 class Cost:
