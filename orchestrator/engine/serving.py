@@ -61,7 +61,7 @@ def route(
     router = agent.router
     ranked, arm = router.rank(agent, request, keys, peek)
     if keys is not None and keys.affinity is not None and router.arms is None:
-        held = router.held(agent, keys)[1]
+        held = router.state(agent).affinity(keys.digest(agent.name))
         if held is not None and held != ranked[0].name:
             child = next((m for m in ranked if m.name == held), None)
             if child is not None and why_not(child, request, agent.health_store) is None:

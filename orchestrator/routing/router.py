@@ -48,9 +48,12 @@ class Keys:
         """The keys of a run, checked; None when neither is given (the hot path)."""
         if affinity is None and split_key is None:
             return None
-        check_key(affinity, "affinity")
+        if affinity.__class__ is not str or not 0 < len(affinity) <= MAX_KEY_CHARS:
+            check_key(affinity, "affinity")  # says what is wrong (None is fine)
+        if split_key is None:
+            return cls(affinity, affinity)
         check_key(split_key, "split_key")
-        return cls(affinity, split_key if split_key is not None else affinity)
+        return cls(affinity, split_key)
 
 
 def check_key(key: object, field: str) -> None:
