@@ -39,6 +39,28 @@ async def cpu_per_call(fn: Callable[[], Awaitable[object]], calls: int) -> float
     return (time.process_time_ns() - t0) / calls / 1000.0  # microseconds
 
 
+async def interleaved(
+    runs: dict[str, Callable[[], Awaitable[object]]],
+    batches: int,
+    calls: int,
+    fewer: dict[str, int] | None = None,
+) -> dict[str, float]:
+    """Each run's median CPU per call over ``batches``, every batch running each in turn
+    (``fewer``: calls per batch for the slow ones), so machine noise hits all alike."""
+    for fn in runs.values():  # warm up
+        await cpu_per_call(fn, 200)
+    gc.disable()
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    try:
+        for _ in range(batches):
+            for name, fn in runs.items():
+                cpu[name].append(await cpu_per_call(fn, (fewer or {}).get(name, calls)))
+            gc.collect()
+    finally:
+        gc.enable()
+    return {name: statistics.median(v) for name, v in cpu.items()}
+
+
 def agents() -> dict[str, FallbackAgent]:
     """The agents measured: one child; four failing children then one (per hop); two
     children whose first answers, with the default hedge (``"auto"``) and without."""
@@ -61,19 +83,7 @@ async def main(batches: int, calls: int) -> dict[str, float]:
     runs: dict[str, Callable[[], Awaitable[object]]] = {"bare": bare}
     for name, agent in agents().items():
         runs[name] = functools.partial(agent.run, "ping")
-    for fn in runs.values():  # warm up
-        await cpu_per_call(fn, 200)
-    gc.disable()
-    cpu: dict[str, list[float]] = {name: [] for name in runs}
-    try:
-        for _ in range(batches):
-            for name, fn in runs.items():
-                n = calls // 4 if name == "chain" else calls
-                cpu[name].append(await cpu_per_call(fn, n))
-            gc.collect()
-    finally:
-        gc.enable()
-    med = {name: statistics.median(v) for name, v in cpu.items()}
+    med = await interleaved(runs, batches, calls, {"chain": calls // 4})
     return {
         "bare_await_us": med["bare"],
         "success_added_us": med["success"] - med["bare"],

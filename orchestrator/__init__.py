@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     )
     from orchestrator.journal.postgres import PostgresJournal
     from orchestrator.policy import RetryPolicy
+    from orchestrator.routing.split import Split
     from orchestrator.types import (
         REASONS,
         Attempt,
@@ -91,6 +92,7 @@ _LAZY = {
     "FallbackAgent": "orchestrator.engine.agent",
     "only": "orchestrator.engine.classify",
     "RetryPolicy": "orchestrator.policy",
+    "Split": "orchestrator.routing.split",
     "Parallel": "orchestrator.workflow",
     "Phase": "orchestrator.workflow",
     "Step": "orchestrator.workflow",
@@ -123,6 +125,7 @@ __all__ = [
     "RetryPolicy",
     "RunInProgress",
     "SQLiteJournal",
+    "Split",
     "Step",
     "StepInterrupted",
     "Stop",

@@ -252,9 +252,6 @@ class Attempt:
         return self.reason or "ok"
 
 
-# -- what a run returns --------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Returned by ``before_fallback`` to end the run without calling the next child."""
@@ -278,7 +275,8 @@ class Result(Generic[ValueT]):
     ``None`` when ``stopped`` or ``best_effort`` produced the text). ``usage`` and
     ``cost_usd`` sum every attempt that reported them. ``tool_calls`` are the
     calls the model asked for (empty for a text reply; ``text`` may be "" when the
-    model only called tools).
+    model only called tools). ``order``: the children in the order the run tried them;
+    ``arm``: the :class:`~orchestrator.Split` arm the call was assigned to (or None).
     """
 
     text: str
@@ -292,6 +290,8 @@ class Result(Generic[ValueT]):
     stopped: Stop | None = None
     best_effort: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
+    order: tuple[str, ...] = ()
+    arm: str | None = None
 
     @property
     def usage(self) -> Usage | None:

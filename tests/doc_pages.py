@@ -116,7 +116,7 @@ def failover_lines(block: Block, files: set[str]) -> list[tuple[list[str], bool]
         piped = "|" in words
         if piped:
             words = words[words.index("|") + 1 :]
-        command = words[:2] in (["failover", "run"], ["failover", "check"])
+        command = words[:2] in (["failover", "run"], ["failover", "check"], ["failover", "explain"])
         if command and len(words) > 2 and words[2] in files:
             out.append((words[1:], piped))
     return out

@@ -10,11 +10,12 @@
     failover health chain.yaml --json                           # circuits in the shared store
     failover run chain.yaml --workflow w --run-id pr-1          # durable: rerun skips done steps
     failover runs list | failover runs show pr-1                # what the journal holds
+    failover explain chain.yaml --prompt-file p.txt             # the order a run would try
     failover simulate --port 8787 --script faults.json          # the simulated server (plug-in)
     failover demo                                               # the example chains (plug-in)
 
-``run``, ``check`` and ``health`` are built in (:mod:`orchestrator.cli.run`,
-``check``, ``health``); every other command comes from the
+``run``, ``check``, ``health`` and ``explain`` are built in (:mod:`orchestrator.cli.run`,
+``check``, ``health``, ``explain``); every other command comes from the
 ``failover.commands`` entry-point group (:mod:`orchestrator.cli.plugins`), which
 is how ``demo`` and ``simulate`` arrive from the ``providers`` package.
 
@@ -36,7 +37,7 @@ from importlib import metadata
 from typing import NoReturn
 
 from orchestrator import events
-from orchestrator.cli import check, health, run, runs
+from orchestrator.cli import check, explain, health, run, runs
 from orchestrator.cli.plugins import GROUP, Command, load_commands
 from orchestrator.cli.text import MAX_STDIN_BYTES, UsageError, tolerant_stdout
 
@@ -140,6 +141,11 @@ def _parser(plugins: dict[str, Command], problems: list[str]) -> _Parser:
             "durable workflow runs in a journal: list them, or show one's steps",
             runs.add_arguments,
             runs.runs,
+        ),
+        "explain": _Builtin(
+            "the order a run would try the children in, and why any would be skipped",
+            explain.add_arguments,
+            explain.explain_command,
         ),
     }
     notes = [_NO_PLUGINS] if not plugins else []

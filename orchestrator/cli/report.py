@@ -83,6 +83,8 @@ def result_json(result: Result) -> dict[str, Any]:
         if result.stopped is None
         else {"text": result.stopped.text, "reason": result.stopped.reason},
         "best_effort": result.best_effort,
+        "order": list(result.order),  # the children in the order the run tried them
+        "arm": result.arm,
         "attempts": [attempt_json(a) for a in result.attempts],
     }
 

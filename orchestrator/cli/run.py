@@ -22,6 +22,7 @@ from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
 from orchestrator.cli.text import UsageError, read_file_input, read_stdin, readable
 from orchestrator.config import Config
 from orchestrator.errors import FallbackError, HookError, ProviderError
+from orchestrator.routing.router import Keys
 from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Attempt, Result
 
@@ -59,6 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="each retry, fallback, circuit skip and the outcome, live on stderr",
     )
     parser.add_argument("--timeout", type=float, help="whole-run timeout in seconds")
+    parser.add_argument("--affinity", help="affinity key: first to the child that served it last")
+    parser.add_argument("--split-key", help="split key: the arm of a split (default: --affinity)")
     parser.add_argument(
         "--input",
         action="append",
@@ -142,6 +145,12 @@ def _check_flags(args: argparse.Namespace, kind: str) -> None:
         raise UsageError("--run-id, --journal and --restart-changed are for workflows")
     if args.journal and not args.run_id:
         raise UsageError("--journal records a run: give it an id with --run-id")
+    if kind == "workflow" and (args.affinity or args.split_key):
+        raise UsageError("--affinity and --split-key route one agent's call; drop them")
+    try:
+        Keys.of(args.affinity, args.split_key)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -204,11 +213,12 @@ def _print_json(data: Any) -> None:
 
 async def _answer(config: Config, name: str, prompt: str, args: argparse.Namespace) -> Result:
     agent = config.agents[name]
+    keys = {"affinity": args.affinity, "split_key": args.split_key}
     if not args.stream:
-        return await agent.run(prompt, timeout=args.timeout)
+        return await agent.run(prompt, timeout=args.timeout, **keys)
     wrote = False
     try:
-        async with agent.stream(prompt, timeout=args.timeout) as chunks:
+        async with agent.stream(prompt, timeout=args.timeout, **keys) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, str) and chunk:  # tool-call deltas are not text
                     sys.stdout.write(chunk)

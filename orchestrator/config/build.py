@@ -176,8 +176,10 @@ def _agent(
             objs = [import_object(src, (*where, field, i), p) for i, p in enumerate(paths)]
             hooks[field] = _matcher(src, (*where, field), objs)
     try:
-        return FallbackAgent(
+        routing, kind = _routing(aspec)
+        return kind(
             children,
+            **routing,
             name=name,
             policies=policies,
             timeout=aspec.timeout,
@@ -203,6 +205,20 @@ def _agent(
         )
     except (ValueError, TypeError) as exc:
         raise ConfigError([constructor_problem(src, where, exc, env)]) from None
+
+
+def _routing(aspec: AgentSpec) -> tuple[dict[str, Any], Callable[..., FallbackAgent]]:
+    """The routing arguments of an agent (``order``, ``weights``, ``affinity``), and the
+    class to build: a :class:`~orchestrator.Split` for ``split:``."""
+    ttl = {"affinity_ttl": aspec.affinity.ttl} if aspec.affinity is not None else {}
+    if aspec.split is None:
+        return {"order": aspec.order, **given(weights=aspec.weights), **ttl}, FallbackAgent
+    if aspec.order != "priority" or aspec.weights is not None:
+        raise ValueError("split: the arms' weights are the order; drop order and weights")
+    from orchestrator.routing.split import Split
+
+    split = aspec.split
+    return ttl, lambda children, **kw: Split(split, children=children, **kw)
 
 
 @contextmanager

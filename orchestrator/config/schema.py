@@ -18,6 +18,7 @@ from orchestrator.config.spec import (
     Flag,
     ImportPath,
     Name,
+    NonNegativeFloat,
     NonNegativeInt,
     PolicySpec,
     PositiveFloat,
@@ -27,6 +28,7 @@ from orchestrator.config.spec import (
 )
 
 __all__ = [
+    "AffinitySpec",
     "AgentSpec",
     "ChainSpec",
     "ChildSpec",
@@ -71,8 +73,20 @@ class ChildSpec(PolicySpec):
         return self.ref if self.ref is not None else str(self.agent)
 
 
+class AffinitySpec(Spec):
+    """``affinity:``: how long a key stays with the child that served it, without calls."""
+
+    ttl: PositiveFloat = 600.0
+
+
 class AgentSpec(PolicySpec):
     providers: Annotated[list[ChildSpec], Field(min_length=1)]
+    # Routing (orchestrator.routing): who goes first. ``split``: arm name -> weight, one arm
+    # per provider in the same order (the agent is then a Split).
+    order: Literal["priority", "weighted", "least_busy", "latency", "cost"] = "priority"
+    weights: dict[Name, NonNegativeFloat] | None = None
+    split: dict[Name, NonNegativeFloat] | None = None
+    affinity: AffinitySpec | None = None
     timeout: PositiveFloat | None = None
     attempt_timeout: PositiveFloat | None = None
     first_token_timeout: PositiveFloat | None = None

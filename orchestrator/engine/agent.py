@@ -18,11 +18,13 @@ from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.deadlines import Watch, watched
 from orchestrator.engine.hedging import Hedging, check_hedged
-from orchestrator.engine.hooks import check_hooks
+from orchestrator.engine.hooks import check_hooks, takes_four
 from orchestrator.engine.run import Run
 from orchestrator.errors import FallbackError
 from orchestrator.keywords import KeywordChecked, provider_for_model
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
+from orchestrator.routing.router import Keys
+from orchestrator.routing.setup import DEFAULT_AFFINITY_TTL, OrderName, router_for
 from orchestrator.tasks import run_blocking
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
@@ -82,6 +84,9 @@ class FallbackAgent(KeywordChecked):
     ``tracing=False`` turns the spans off for this agent, ``capture_content=True``
     adds prompts and replies to the attempt spans (off by default: they may
     hold personal data).
+
+    ``order`` (``"priority"``, ``"weighted"`` with ``weights=``, ``"least_busy"``, ``"latency"``,
+    ``"cost"``), ``run(affinity=KEY)`` and ``affinity_ttl``: :mod:`orchestrator.routing`.
     """
 
     def __init__(
@@ -118,6 +123,9 @@ class FallbackAgent(KeywordChecked):
         max_hedges: int = 1,
         tracing: bool = True,
         capture_content: bool = False,
+        order: OrderName = "priority",
+        weights: Mapping[str, float] | None = None,
+        affinity_ttl: float | timedelta = DEFAULT_AFFINITY_TTL,
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -136,6 +144,7 @@ class FallbackAgent(KeywordChecked):
             else ProviderChild(c, p, watched(c, self.watch, self.clock))
             for c, p in zip(self.children, self.policies, strict=True)
         )
+        self.names = tuple(m.name for m in self.members)  # a plain run's Result.order
         self.classifier = Classifier(
             retry_on=retry_on, fallback_on=fallback_on, escalate_on_guardrail=escalate_on_guardrail
         )
@@ -170,7 +179,7 @@ class FallbackAgent(KeywordChecked):
         self.accept = accept
         self.on_fallback = on_fallback
         # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).
-        self.on_fallback_wants_reason = on_fallback is not None and _takes_four(on_fallback)
+        self.on_fallback_wants_reason = on_fallback is not None and takes_four(on_fallback)
         self.on_all_failed = on_all_failed
         self.on_retry = on_retry
         self.before_fallback = before_fallback
@@ -182,6 +191,7 @@ class FallbackAgent(KeywordChecked):
         self.tracing = bool(tracing)
         self.capture_content = bool(capture_content)
         self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
+        self.router = router_for(self, order, weights, affinity_ttl)  # orchestrator.routing
 
     async def run(
         self,
@@ -189,6 +199,8 @@ class FallbackAgent(KeywordChecked):
         *,
         schema: type[SchemaT] | None = None,
         timeout: float | timedelta | None = None,
+        affinity: str | None = None,
+        split_key: str | None = None,
     ) -> Result[SchemaT]:
         """Run the chain once; returns the first success or raises ``FallbackError``.
 
@@ -196,8 +208,10 @@ class FallbackAgent(KeywordChecked):
         provider for JSON in its native way and validates the reply into
         ``result.value``: ``run(p, schema=Review)`` is a ``Result[Review]``.
         ``timeout`` overrides the agent's whole-run timeout for this call.
+        ``affinity`` / ``split_key`` route by key (:mod:`orchestrator.routing`).
         """
-        run = Run.start(self, _as_request(request), schema, timeout)
+        keys = None if affinity is None and split_key is None else Keys.of(affinity, split_key)
+        run = Run.start(self, _as_request(request), schema, timeout, keys=keys)
         return await run.execute()
 
     def run_sync(
@@ -206,10 +220,13 @@ class FallbackAgent(KeywordChecked):
         *,
         schema: type[SchemaT] | None = None,
         timeout: float | timedelta | None = None,
+        affinity: str | None = None,
+        split_key: str | None = None,
     ) -> Result[SchemaT]:
         """Blocking ``run`` for scripts; not for use inside a running event loop."""
+        keys = {"affinity": affinity, "split_key": split_key}
         return run_blocking(
-            lambda: self.run(request, schema=schema, timeout=timeout),
+            lambda: self.run(request, schema=schema, timeout=timeout, **keys),
             "FallbackAgent.run_sync",
             "await agent.run(...)",
         )
@@ -220,6 +237,8 @@ class FallbackAgent(KeywordChecked):
         *,
         mid_stream: MidStream | None = None,
         timeout: float | timedelta | None = None,
+        affinity: str | None = None,
+        split_key: str | None = None,
     ) -> StreamRun:
         """Stream text chunks as they arrive: ``async with agent.stream(p) as s: async for c in s``.
 
@@ -233,7 +252,8 @@ class FallbackAgent(KeywordChecked):
         mode = self.mid_stream if mid_stream is None else mid_stream
         if mode not in ("raise", "continue"):
             raise ValueError(f"mid_stream: {mode!r} is not one of raise, continue")
-        return StreamRun(self, _as_request(request), mode, timeout)
+        keys = Keys.of(affinity, split_key)
+        return StreamRun(self, _as_request(request), mode, timeout, keys)
 
     def health(self) -> dict[str, ProviderHealth]:
         """Each provider's circuit state (needs a health store: ``health=True`` or a store)."""
@@ -279,19 +299,6 @@ class FallbackAgent(KeywordChecked):
 
     def __repr__(self) -> str:
         return f"FallbackAgent(name={self.name!r}, children={[c.name for c in self.children]!r})"
-
-
-def _takes_four(fn: Callable[..., Any]) -> bool:
-    import inspect
-
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return False  # (*args) hooks keep the documented three-argument call
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 4
 
 
 def _as_request(request: str | Request) -> Request:

@@ -287,6 +287,8 @@ async def _check(
         value,
         response.model,
         tool_calls=response.tool_calls,
+        order=run.order,
+        arm=run.arm,
     )
     if agent.accept is not None and not await accepts(agent.accept, result):
         return None, Rejected("the accept check refused the reply", provider=name)

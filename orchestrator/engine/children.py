@@ -15,6 +15,7 @@ from orchestrator.engine.retrying import retries_later, retry
 from orchestrator.engine.run import Run, Via
 from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
 from orchestrator.policy import RetryPolicy
+from orchestrator.routing.tally import call_began, call_ended
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
@@ -73,6 +74,9 @@ class ProviderChild:
         unfit = self.can_serve(request)
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
+        # What the agent's order reads (calls in flight, latency): None for most orders.
+        routing = call_began(run, self.name) if run.agent.router.tracks else None
+        outcome: Result | BaseException | None = None
         try:
             outcome = await (
                 self._call(run, request, via) if via != "again" else self._again(run, request)
@@ -82,6 +86,9 @@ class ProviderChild:
             raise
         finally:
             report_call(run, self.name)
+            if routing is not None:
+                took = run.log.attempts[-1].duration if run.log.attempts else 0.0
+                call_ended(run, routing, self.name, took, outcome)
         self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
         if isinstance(outcome, Result):
             return outcome
@@ -207,12 +214,18 @@ class ChainChild:
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """Run the inner chain; a Result, or its FallbackError to hand over with."""
         inner = Run.start(self.agent, request, run.schema, None, run.delivery, within=run)
+        routing = call_began(run, self.name) if run.agent.router.tracks else None
+        outcome: Result | BaseException | None = None
         try:
-            result = await inner.execute(counted_by=run.agent.health_store)
+            outcome = result = await inner.execute(counted_by=run.agent.health_store)
         except FallbackError as e:
+            outcome = e
             return run.leave(self.name, e)
         finally:
             run.log.attempts.extend(inner.log.attempts)
+            run.arm = run.arm or inner.arm  # an inner split's arm is the call's
+            if routing is not None:
+                call_ended(run, routing, self.name, inner.elapsed(), outcome)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:
@@ -227,6 +240,8 @@ class ChainChild:
             result.stopped,
             result.best_effort,
             result.tool_calls,
+            run.order,
+            run.arm,
         )
 
     async def _outer_accept(self, run: Run, result: Result) -> BaseException | None:

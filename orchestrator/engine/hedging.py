@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator import events
 from orchestrator.clock import SystemClock
 from orchestrator.engine.children import ProviderChild, too_long
+from orchestrator.engine.handover import before_fallback, with_handover
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
 from orchestrator.engine.inline import Adopted, drive
 from orchestrator.engine.racer import Racer
@@ -299,7 +300,7 @@ class _Race:
         why = "a nested chain" if not isinstance(target, ProviderChild) else _refused(run, target)
         decision: Request | Stop | None = None
         if why is None:
-            decision = await run.before_fallback("hedge")
+            decision = await before_fallback(run, "hedge")
             why = "stopped by before_fallback" if isinstance(decision, Stop) else None
             if self.winner is not None:  # a lane won while the hook ran: nothing to hedge
                 return
@@ -325,7 +326,7 @@ class _Race:
         if run.log.trace is not None:
             run.log.trace.fell_over(last.racer.name, target.name, "hedge")
         note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
-        self.start(last.idx + 1, run.with_handover(decision, "hedge"), via, note)
+        self.start(last.idx + 1, with_handover(run, decision, "hedge"), via, note)
 
     async def _stop_losers(self) -> None:
         """Cancel every lane still running but the winner; each records ``hedge_lost``."""

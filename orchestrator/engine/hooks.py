@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["HOOK_CALLS", "check_hooks"]
+__all__ = ["HOOK_CALLS", "check_hooks", "takes_four"]
 
 #: Hook name -> the arguments it is called with (``on_fallback`` may take a fourth, ``reason``).
 HOOK_CALLS: dict[str, tuple[str, ...]] = {
@@ -50,3 +50,15 @@ def _binds(signature: inspect.Signature, count: int) -> bool:
     except TypeError:
         return False
     return True
+
+
+def takes_four(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` (``on_fallback``) takes a fourth positional argument, ``reason``."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False  # (*args) hooks keep the documented three-argument call
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 4

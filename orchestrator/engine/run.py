@@ -11,7 +11,7 @@ and one Result; tenacity is only set up when a retry is actually needed.
 
 from __future__ import annotations
 
-import copy
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,10 +25,11 @@ from orchestrator.engine.attempt import (
 )
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
-from orchestrator.engine.serving import Member, order
-from orchestrator.errors import FallbackError, HookError, InvalidOutput
+from orchestrator.engine.handover import before_fallback, with_handover
+from orchestrator.engine.serving import Member, route, routed
+from orchestrator.errors import FallbackError, InvalidOutput
 from orchestrator.policy import RetryPolicy
-from orchestrator.summary import attempt_summaries, never_tried
+from orchestrator.summary import never_tried
 from orchestrator.telemetry.spans import observe
 from orchestrator.types import Request, Result, Stop
 from orchestrator.units import seconds_or_none
@@ -36,6 +37,7 @@ from orchestrator.units import seconds_or_none
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.children import Deferred
+    from orchestrator.routing.router import Keys
 
 __all__ = ["Run", "Via"]
 
@@ -53,13 +55,16 @@ class Run:
 
     __slots__ = (
         "agent",
+        "arm",
         "attempt_limit",
         "deadline",
         "deferred",
         "delivery",
+        "keys",
         "later",
         "log",
         "members",
+        "order",
         "request",
         "schema",
     )
@@ -77,6 +82,11 @@ class Run:
         self.agent, self.request, self.schema = agent, request, schema
         #: The children in the order this run tries them (:func:`.serving.order`).
         self.members = agent.members if members is None else members
+        #: Their names (on the Result), the routing keys, the split arm (:mod:`.serving`).
+        plain = members is None or members is agent.members  # a hedge lane passes the run's
+        self.order = agent.names if plain else agent.router.names_of(self.members)
+        self.keys: Keys | None = None
+        self.arm: str | None = None
         self.deadline, self.attempt_limit = deadline, attempt_limit
         self.delivery = delivery
         self.log = AttemptLog(agent.clock.now())
@@ -94,8 +104,10 @@ class Run:
         timeout: float | timedelta | None,
         delivery: Delivery = BUFFERED,
         within: Run | None = None,
+        keys: Keys | None = None,
     ) -> Run:
-        """A run of ``agent``; ``within`` is the outer run of a nested chain (its limits hold)."""
+        """A run of ``agent``; ``within`` is the outer run of a nested chain (its limits and
+        routing keys hold)."""
         limit = agent.timeout if timeout is None else seconds_or_none(timeout, "timeout")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
@@ -108,8 +120,13 @@ class Run:
         if within is not None:
             deadline = _earliest(within.deadline, deadline)
             attempt_limit = _earliest(within.attempt_limit, attempt_limit)
-        members = order(agent, request)
-        run = cls(agent, request, schema, deadline, attempt_limit, delivery, members)
+            keys = within.keys
+        if keys is None and agent.router.plain:
+            run = cls(agent, request, schema, deadline, attempt_limit, delivery)
+        else:  # the agent routes, or the call has a key: ask the seam (engine.serving)
+            members, arm = route(agent, request, keys)
+            run = cls(agent, request, schema, deadline, attempt_limit, delivery, members)
+            run.keys, run.arm = keys, arm
         # Telemetry (orchestrator.telemetry), when on: the log tells it of every attempt.
         run.log.trace = observe(run, within.log.trace if within is not None else None)
         return run
@@ -263,7 +280,7 @@ class Run:
         agent = self.agent
         self._check_deadline()
         reason = reason_of(error)
-        request = await self.before_fallback(reason)
+        request = await before_fallback(self, reason)
         if isinstance(request, Stop):
             return request
         events.emit(
@@ -281,27 +298,7 @@ class Run:
             extra = (reason,) if agent.on_fallback_wants_reason else ()
             await watch_hook(self, "on_fallback", agent.on_fallback, frm, to, error, *extra)
         self._check_deadline()  # the hooks may have used up the budget: do not start the child
-        return self.with_handover(request, reason)
-
-    async def before_fallback(self, reason: str) -> Request | Stop:
-        """The request for the next child as ``before_fallback`` leaves it (or its Stop)."""
-        hook = self.agent.before_fallback
-        if hook is None:
-            return self.request
-        # A deep copy: redaction must never change the caller's request.
-        request = copy.deepcopy(self.delivery.for_hook(self.request))
-        decision = await call_hook("before_fallback", hook, request, reason)
-        if not isinstance(decision, Request | Stop):
-            raise HookError(
-                "before_fallback",
-                TypeError(f"returned {type(decision).__name__}; return a Request or Stop"),
-            )
-        return decision
-
-    def with_handover(self, request: Request, reason: str) -> Request:
-        """``request`` telling the next child why it was handed the call, and what was tried."""
-        handover = {"reason": reason, "attempts": attempt_summaries(self.log.attempts)}
-        return request.replace(metadata={**request.metadata, "handover": handover})
+        return with_handover(self, request, reason)
 
     # -- what the children ask of the run ------------------------------------
 
@@ -337,12 +334,17 @@ class Run:
     # -- endings -------------------------------------------------------------
 
     def _succeeded(self, result: Result) -> Result:
+        if result.order is not self.order or result.arm != self.arm:  # a lane's, an inner run's
+            result = replace(result, order=self.order, arm=self.arm)
+        if self.keys is not None:
+            self.agent.router.served(self.agent, self.keys, result.handled_by)
         if result.stopped is not None:
             return result  # run_stopped was emitted already
         events.emit(
             "info",
             "run_succeeded",
             agent=self.agent.name,
+            **(routed(self) if self.keys is not None or not self.agent.router.plain else {}),
             handled_by=result.handled_by,
             attempts=len(result.attempts),
             latency=result.latency,
@@ -354,7 +356,14 @@ class Run:
     def _stopped(self, stop: Stop) -> Result:
         self.delivery.push(stop.text)
         events.emit("info", "run_stopped", agent=self.agent.name, reason=stop.reason)
-        return Result(stop.text, None, tuple(self.log.attempts), self.elapsed(), stopped=stop)
+        return Result(
+            stop.text,
+            None,
+            tuple(self.log.attempts),
+            self.elapsed(),
+            stopped=stop,
+            order=self.order,
+        )
 
     async def _all_failed(self) -> Result:
         agent = self.agent
@@ -365,6 +374,7 @@ class Run:
             "warning",
             "run_failed",
             agent=agent.name,
+            **(routed(self) if self.keys is not None or not self.agent.router.plain else {}),
             attempts=len(attempts),
             deadline=self.log.deadline_passed,
             untried=list(untried),
@@ -375,7 +385,10 @@ class Run:
             text = await call_hook("best_effort", agent.best_effort, tuple(attempts))
             if text is not None:
                 self.delivery.push(str(text))
-                return Result(str(text), None, tuple(attempts), self.elapsed(), best_effort=True)
+                took = self.elapsed()
+                return Result(
+                    str(text), None, tuple(attempts), took, best_effort=True, order=self.order
+                )
         raise FallbackError(attempts, name=agent.name, untried=untried)
 
 

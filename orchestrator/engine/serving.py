@@ -8,37 +8,73 @@ anything is sent. :func:`explain` asks the same two questions without a run and
 without side effects (no circuit's probe is taken, nothing is reserved), so what
 it prints can never disagree with what a run does.
 
-Today the order is the chain's own (``priority``); routing strategies plug in
-here, and every reason a child is skipped without a request (circuit open,
-tools, context window, and capacity and budget as they come) is listed by
-:func:`why_not`.
+The order is the agent's strategy's (:mod:`orchestrator.routing`; the chain's own
+for ``priority``, asked nothing), with an affinity key's child first while
+:func:`why_not` has nothing against it; every reason a child is skipped without
+a request (circuit open, tools, context window, and capacity and budget as they
+come) is listed by :func:`why_not`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from orchestrator.errors import CircuitOpen
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.children import ChainChild, ProviderChild
+    from orchestrator.engine.run import Run
     from orchestrator.health import HealthStore
+    from orchestrator.routing.router import Keys
     from orchestrator.types import Request
 
-__all__ = ["Member", "Verdict", "explain", "order", "why_not"]
+__all__ = ["Member", "Verdict", "explain", "order", "route", "routed", "why_not"]
 
 Member: TypeAlias = "ChainChild | ProviderChild"
 
 
-def order(agent: FallbackAgent, request: Request) -> tuple[Member, ...]:
+def order(
+    agent: FallbackAgent, request: Request, keys: Keys | None = None, *, peek: bool = False
+) -> tuple[Member, ...]:
     """The children of ``agent`` in the order a run of ``request`` tries them.
 
     Every child is in it once: a strategy chooses who goes first, never who is
     left out, so failover still reaches every child.
     """
-    return agent.members
+    if keys is None and agent.router.plain:
+        return agent.members
+    return route(agent, request, keys, peek=peek)[0]
+
+
+def route(
+    agent: FallbackAgent, request: Request, keys: Keys | None, *, peek: bool = False
+) -> tuple[tuple[Member, ...], str | None]:
+    """The order a run of ``request`` tries ``agent``'s children in, and its split arm.
+
+    The strategy orders; then the child that served ``keys.affinity`` last goes
+    first while :func:`why_not` has nothing against it (otherwise the strategy's
+    first child serves, and the key moves to whoever answers). ``peek`` (an
+    explanation) changes nothing: the next run draws what it shows.
+    """
+    router = agent.router
+    ranked, arm = router.rank(agent, request, keys, peek)
+    if keys is not None and keys.affinity is not None and router.arms is None:
+        held = router.state(agent).affinity(keys.digest(agent.name))
+        if held is not None and held != ranked[0].name:
+            child = next((m for m in ranked if m.name == held), None)
+            if child is not None and why_not(child, request, agent.health_store) is None:
+                ranked = (child, *(m for m in ranked if m is not child))
+    return ranked, arm
+
+
+def routed(run: Run) -> dict[str, Any]:
+    """How a routed run chose its order, for its events and span: the order and the split
+    arm (nothing for a plain run: the chain's own order, no key)."""
+    if run.keys is None and run.agent.router.plain:
+        return {}
+    return {"order": run.order, "arm": run.arm}
 
 
 def why_not(child: Member, request: Request, store: HealthStore | None) -> BaseException | None:
@@ -64,16 +100,29 @@ class Verdict:
     position: int
     name: str
     skipped: BaseException | None
+    #: A nested chain's own explanation (empty for a provider) and its split arm.
+    inner: tuple[Verdict, ...] = ()
+    arm: str | None = None
 
 
-def explain(agent: FallbackAgent, request: Request) -> tuple[Verdict, ...]:
+def explain(
+    agent: FallbackAgent, request: Request, keys: Keys | None = None, *, depth: int = 0
+) -> tuple[Verdict, ...]:
     """The order a run of ``request`` on ``agent`` would try its children in, and why
-    each would be skipped; nothing is sent and nothing in the store changes."""
+    each would be skipped; nothing is sent and nothing in the store changes. A nested
+    chain lists its own children (``inner``) in the order its run would try them."""
     store = agent.health_store
-    return tuple(
-        Verdict(i, child.name, why_not(child, request, store))
-        for i, child in enumerate(order(agent, request))
-    )
+    members, _ = route(agent, request, keys, peek=True)
+    out = []
+    for i, child in enumerate(members):
+        nested = getattr(child, "agent", None)
+        inner: tuple[Verdict, ...] = ()
+        arm = None
+        if nested is not None and depth < 8:  # chains nest a few levels; bounded
+            inner = explain(nested, request, keys, depth=depth + 1)
+            arm = route(nested, request, keys, peek=True)[1]
+        out.append(Verdict(i, child.name, why_not(child, request, store), inner, arm))
+    return tuple(out)
 
 
 def _is_provider(child: Member) -> bool:

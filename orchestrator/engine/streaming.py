@@ -17,6 +17,7 @@ from orchestrator.types import Attempt, Request, Result
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.routing.router import Keys
 
 __all__ = ["StreamRun"]
 
@@ -38,8 +39,10 @@ class StreamRun:
         request: Request,
         mode: Literal["raise", "continue"],
         timeout: float | timedelta | None,
+        keys: Keys | None = None,
     ) -> None:
         self._agent = agent
+        self._keys = keys
         self._request = request
         self._mode = mode
         self._timeout = timeout
@@ -50,7 +53,9 @@ class StreamRun:
 
     async def __aenter__(self) -> StreamRun:
         delivery = self._delivery = Streamed(self._queue, self._mode)
-        self._run = Run.start(self._agent, self._request, None, self._timeout, delivery)
+        self._run = Run.start(
+            self._agent, self._request, None, self._timeout, delivery, keys=self._keys
+        )
         self._task = asyncio.create_task(self._drive(self._run))
         return self
 

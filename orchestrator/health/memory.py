@@ -12,6 +12,7 @@ from orchestrator.health.model import (
     ProviderHealth,
     RetryBudget,
 )
+from orchestrator.routing.state import MemoryRouting
 
 __all__ = ["MemoryHealthStore", "default_health_store", "reset_default_health_store"]
 
@@ -38,6 +39,8 @@ class MemoryHealthStore:
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._table = CircuitTable(self.circuit, self.clock)
         self._budget = BudgetWindow(self.budget, self.clock)
+        #: Calls in flight, latency averages and affinity keys (:mod:`orchestrator.routing`).
+        self.routing = MemoryRouting(self.clock)
 
     def admit(self, provider: str) -> Admission:
         """May ``provider`` be called now? At most one half-open probe per cooldown."""

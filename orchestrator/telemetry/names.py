@@ -50,6 +50,9 @@ COST_USD = "failover.cost_usd"
 #: True when the span's tokens and cost are estimated (a hedge's loser reported none).
 USAGE_ESTIMATED = "failover.usage.estimated"
 FROM = "failover.from"
+#: A routed run: the children in the order it tried them, and its split arm.
+ORDER = "failover.order"
+ARM = "failover.arm"
 TO = "failover.to"
 
 #: ``failover.outcome`` of a run span.

@@ -25,6 +25,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from orchestrator.engine import serving
 from orchestrator.telemetry import names as n
 from orchestrator.telemetry.describe import (
     input_messages,
@@ -148,6 +149,11 @@ class RunTrace:
         if span is None:
             return
         attrs: dict[str, Any] = {n.ATTEMPTS: len(self.run.log.attempts)}
+        routed = serving.routed(self.run)
+        if routed:  # a routed run: the order it used, and its split arm
+            attrs[n.ORDER] = routed["order"]
+            if routed["arm"] is not None:
+                attrs[n.ARM] = routed["arm"]
         if result is not None:
             attrs[n.OUTCOME] = (
                 "stopped" if result.stopped else "best_effort" if result.best_effort else "success"
@@ -273,6 +279,8 @@ class RunTrace:
             labels = track.described.decisions.get(decision)
             if labels is None:
                 labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: decision}
+            if self.run.arm is not None:  # a split's arm: an experiment read off the dashboard
+                labels = {**labels, n.ARM: self.run.arm}
             self.meters.attempts.add(1, labels)
         span = track.span
         if span is not None:

@@ -166,7 +166,10 @@ class AnthropicWire:
 
     def parse(self, data: dict[str, Any]) -> ClientCall:
         model, request = parse_request(data)
-        return ClientCall(model, request, stream=bool(fields.optional(data, "stream", bool, "")))
+        meta = data.get("metadata")
+        key = fields.affinity(meta.get("user_id")) if isinstance(meta, dict) else None
+        stream = bool(fields.optional(data, "stream", bool, ""))
+        return ClientCall(model, request, stream=stream, affinity=key)
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
         usage = usage_of(result)

@@ -16,12 +16,14 @@ __all__ = ["ClientCall", "Streamer", "Wire", "dumps", "new_id", "usage_of"]
 
 @dataclass(frozen=True, slots=True)
 class ClientCall:
-    """What the client asked for: which model, the :class:`Request`, and how to answer."""
+    """What the client asked for: which model, the :class:`Request`, and how to answer;
+    ``affinity``: the key routing keeps its calls together (``run(..., affinity=)``)."""
 
     model: str
     request: Request
     stream: bool = False
     include_usage: bool = False
+    affinity: str | None = None
 
 
 class Streamer(Protocol):

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from orchestrator.routing.router import MAX_KEY_CHARS
 from orchestrator.types import Request, Tool, ToolCall
 from providers.http.safe_json import parse_json
 from providers.serve.failures import BadRequest
 
 __all__ = [
+    "affinity",
     "arguments",
     "body_object",
     "optional",
@@ -155,3 +157,14 @@ def tool_call(call_id: Any, name: Any, args: dict[str, Any], where: str) -> Tool
         return ToolCall(call_id, name, args)
     except (TypeError, ValueError) as exc:
         raise BadRequest(f"{where}: {exc}") from None
+
+
+def affinity(*candidates: Any) -> str | None:
+    """The call's affinity key: the first candidate that is a usable key (a string of 1 to
+    1,024 characters; ``x-failover-affinity``, then the body's ``prompt_cache_key`` /
+    ``user`` or ``metadata.user_id``). Others are ignored, not refused: clients set
+    these fields for their own reasons, and a key only routes."""
+    for value in candidates:
+        if isinstance(value, str) and 0 < len(value) <= MAX_KEY_CHARS:
+            return value
+    return None

@@ -14,9 +14,10 @@ Any other path gets a 404 in the client's format naming the base URL to use
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
-from providers.serve import anthropic_wire
+from providers.serve import anthropic_wire, fields
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
 from providers.serve.call import Wire
@@ -40,6 +41,8 @@ _ANTHROPIC = AnthropicWire()
 _RESPONSES = ResponsesWire()
 _WIRES: dict[str, Wire] = {"openai": _OPENAI, "anthropic": _ANTHROPIC, "responses": _RESPONSES}
 _MODEL_PREFIX = "/v1/models/"
+#: The call's affinity key, before the body's prompt_cache_key / user / metadata.user_id.
+_AFFINITY = "x-failover-affinity"
 
 Handler = Callable[[Exchange], Awaitable[Reply | None]]
 
@@ -170,6 +173,8 @@ class Gateway:
             try:
                 try:
                     call = wire.parse(await self._read_body(ex))
+                    key = fields.affinity(ex.header(_AFFINITY), call.affinity)
+                    call = replace(call, affinity=key)
                 except Exception as exc:  # BadRequest, or a parsing gap: the client's shape
                     return failure_reply(wire, failed(exc))
                 model = self.models.get(call.model)

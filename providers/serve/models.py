@@ -30,10 +30,10 @@ class Model:
     node: Any
     kind: str  # "agent" or "workflow"
 
-    async def run(self, request: Request) -> Result:
-        """Run the agent or workflow once."""
+    async def run(self, request: Request, affinity: str | None = None) -> Result:
+        """Run the agent or workflow once (``affinity``: the call's key, for an agent)."""
         if self.kind == "agent":
-            result: Result = await self.node.run(request)
+            result: Result = await self.node.run(request, **_keyed(affinity))
             return result
         started, wall = time.monotonic(), time.time()
         response = await self.node.complete(request)
@@ -45,10 +45,13 @@ class Model:
             response.text, response.model, (attempt,), took, tool_calls=response.tool_calls
         )
 
-    def stream(self, request: Request) -> AbstractAsyncContextManager[Chunks]:
+    def stream(
+        self, request: Request, affinity: str | None = None
+    ) -> AbstractAsyncContextManager[Chunks]:
         """``async with model.stream(request) as s: async for chunk in s``, then ``s.result``."""
         if self.kind == "agent":
-            stream: AbstractAsyncContextManager[Chunks] = self.node.stream(request)
+            stream: AbstractAsyncContextManager[Chunks]
+            stream = self.node.stream(request, **_keyed(affinity))
             return stream
         return _whole(self, request)
 
@@ -65,6 +68,11 @@ class Model:
                 model = getattr(node, "model", None)
                 return model if isinstance(model, str) else None
         return None
+
+
+def _keyed(affinity: str | None) -> dict[str, str]:
+    """``affinity=`` for a call that has a key (a node without routing takes none)."""
+    return {} if affinity is None else {"affinity": affinity}
 
 
 class _Whole:

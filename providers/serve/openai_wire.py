@@ -135,6 +135,7 @@ class OpenAIWire:
             request,
             stream=bool(fields.optional(data, "stream", bool, "")),
             include_usage=bool(options.get("include_usage")),
+            affinity=fields.affinity(data.get("prompt_cache_key"), data.get("user")),
         )
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:

@@ -120,7 +120,9 @@ class ResponsesWire:
             tools=tools,
             tool_choice=choice,
         )
-        return ClientCall(model, request, stream=bool(fields.optional(data, "stream", bool, "")))
+        key = fields.affinity(data.get("prompt_cache_key"), data.get("user"))
+        stream = bool(fields.optional(data, "stream", bool, ""))
+        return ClientCall(model, request, stream=stream, affinity=key)
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
         return _response(call.model, new_id("resp_"), "completed", _output(result), result)

@@ -69,7 +69,7 @@ def _answered_by(call: ClientCall, model: str | None) -> ClientCall:
 async def run_whole(wire: Wire, call: ClientCall, model: Model) -> Reply:
     """Run ``call`` to its end and answer it in one reply."""
     try:
-        result = await model.run(call.request)
+        result = await model.run(call.request, call.affinity)
     except Exception as exc:
         return failure_reply(wire, failed(exc), _attempts(exc))
     reply = wire.reply(_answered_by(call, result.model), result)
@@ -85,7 +85,7 @@ async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Re
     sink: Sink | None = None
     pinged = 0.0
     try:
-        async with model.stream(call.request) as chunks:
+        async with model.stream(call.request, call.affinity) as chunks:
             async for chunk in chunks:
                 out = b""
                 if sink is None:

@@ -162,6 +162,7 @@ def test_public_api_is_exactly_all() -> None:
         "usage",
         "summary",
         "journal",
+        "routing",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

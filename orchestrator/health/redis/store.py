@@ -35,6 +35,7 @@ from orchestrator.health.model import (
 )
 from orchestrator.health.redis.exchange import Exchange, Op, Outbox, Shared, enqueue
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
+from orchestrator.health.redis.routing import SharedRouting
 from orchestrator.tasks import cancel_and_wait, raise_if_cancel_requested
 from orchestrator.units import seconds
 
@@ -89,6 +90,8 @@ class RedisHealthStore:
             owner=self.owner,
         )
         self._table = CircuitTable(self.circuit, self.clock, probe_gate=self._probe_gate)
+        #: Routing figures, mirrored through Redis on each tick (:mod:`.routing`).
+        self.routing = SharedRouting(self.clock, key_prefix, self.owner, self.sync_interval)
         self._local_budget = BudgetWindow(self.budget, self.clock)
         self._ops: list[Op] = []  # to push in the next round trip
         self._dirty: set[str] = set()  # providers whose local state changed since the last push
@@ -365,6 +368,7 @@ class RedisHealthStore:
             self._claims[provider] = now + self._exchange.claim_ttl
         self._apply(shared)
         self._remote_budget = budget
+        await self.routing.exchange(client)
 
     def _apply(self, shared: dict[str, Shared]) -> None:
         """Adopt the shared state for every provider with nothing of ours still unpushed."""

@@ -1,0 +1,167 @@
+"""What routing remembers between calls: calls in flight, recent latency, affinity keys.
+
+Kept in the health store (``store.routing``) so replicas sharing a store share it
+(:class:`~orchestrator.health.RedisHealthStore` mirrors it through Redis), or,
+for an agent without a store, in a :class:`MemoryRouting` of its own. Every
+method is synchronous and cheap (no I/O), like the store's.
+
+Affinity keys are kept hashed (:func:`key_digest`): a key is often a user or
+conversation id, and never appears in memory dumps, logs or Redis in the clear.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from typing import Protocol, runtime_checkable
+
+from orchestrator.clock import SYSTEM_CLOCK, Clock
+
+__all__ = [
+    "ALPHA",
+    "DEFAULT_AFFINITY_TTL",
+    "FORGET_AFTER",
+    "MAX_KEYS",
+    "MemoryRouting",
+    "RoutingState",
+    "key_digest",
+]
+
+#: Weight of a new latency sample in a child's decayed average (of one just taken).
+ALPHA = 0.3
+#: How long a stale average keeps half its weight against a new sample, in seconds: a
+#: region not called for a while is judged mostly by its next sample.
+HALF_LIFE = 5.0
+#: A figure this old (seconds) is forgotten: the next sample replaces it (an exploration).
+FORGET_AFTER = 10.0
+#: An affinity key forgotten after this many seconds without a call (10 minutes).
+DEFAULT_AFFINITY_TTL = 600.0
+#: At most this many affinity keys are kept (the least recently used go first).
+MAX_KEYS = 100_000
+
+
+def key_digest(key: str) -> str:
+    """The stored form of an affinity or split key: 16 hex digits of its BLAKE2b hash
+    (stable across processes and hosts; linear in the key's length)."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@runtime_checkable
+class RoutingState(Protocol):
+    """What the routing strategies read and the engine tells, per child name."""
+
+    def began(self, child: str) -> None:
+        """A call to ``child`` started (it is in flight until :meth:`ended`)."""
+        ...
+
+    def ended(self, child: str) -> None:
+        """A call to ``child`` ended, however it ended."""
+        ...
+
+    def in_flight(self, child: str) -> int:
+        """Calls to ``child`` in flight now (every replica's, for a shared store)."""
+        ...
+
+    def observe(self, child: str, seconds: float) -> None:
+        """One latency sample of ``child``: its decayed average moves toward it."""
+        ...
+
+    def latency(self, child: str) -> tuple[float, float] | None:
+        """``child``'s decayed average latency and when it was last sampled or explored
+        (``clock.now()`` seconds; the average is infinite while an exploration has no
+        sample yet), or None before either."""
+        ...
+
+    def explored(self, child: str) -> None:
+        """A run sends ``child`` a call to learn its latency: no other run explores it
+        until it is stale again."""
+        ...
+
+    def affinity(self, digest: str) -> str | None:
+        """The child that served the key with this digest last, unless expired."""
+        ...
+
+    def keep(self, digest: str, child: str, ttl: float) -> None:
+        """``child`` served the key: it goes there first for ``ttl`` seconds of inactivity."""
+        ...
+
+
+class MemoryRouting:
+    """:class:`RoutingState` in this process's memory. Thread-safe where it must be
+    (the affinity table); counters are plain ints (a lost increment under threads
+    only skews a balance, never a result)."""
+
+    def __init__(self, clock: Clock | None = None, *, max_keys: int = MAX_KEYS) -> None:
+        self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
+        self.max_keys = max_keys
+        self.busy: dict[str, int] = {}
+        self.averages: dict[str, tuple[float, float]] = {}  # child -> (average, sampled at)
+        self.explorations: dict[str, float] = {}  # child -> when a run last explored it
+        #: child -> (average, last sampled or explored): what ``latency`` answers, kept
+        #: ready (it is read for every child on every call).
+        self.figures: dict[str, tuple[float, float]] = {}
+        self.keys: OrderedDict[str, tuple[str, float]] = OrderedDict()  # digest -> child, until
+        self._lock = threading.Lock()
+
+    def began(self, child: str) -> None:
+        self.busy[child] = self.busy.get(child, 0) + 1
+
+    def ended(self, child: str) -> None:
+        self.busy[child] = max(0, self.busy.get(child, 0) - 1)
+
+    def in_flight(self, child: str) -> int:
+        return self.busy.get(child, 0)
+
+    def observe(self, child: str, seconds: float) -> None:
+        now = self.clock.now()
+        average = decayed(self.averages.get(child), seconds, now)
+        self.averages[child] = (average, now)
+        explored = self.explorations.get(child)  # (what refigure does, inline: every call)
+        self.figures[child] = (average, now if explored is None or explored < now else explored)
+
+    def latency(self, child: str) -> tuple[float, float] | None:
+        return self.figures.get(child)
+
+    def explored(self, child: str) -> None:
+        self.explorations[child] = self.clock.now()
+        self.refigure(child)
+
+    def refigure(self, child: str) -> None:
+        """Make ``child``'s :meth:`latency` answer from its average and exploration."""
+        known, explored = self.averages.get(child), self.explorations.get(child)
+        if known is None:
+            if explored is not None:
+                self.figures[child] = (math.inf, explored)
+            return
+        self.figures[child] = (known[0], known[1] if explored is None else max(known[1], explored))
+
+    def affinity(self, digest: str) -> str | None:
+        held = self.keys.get(digest)
+        if held is None or held[1] <= self.clock.now():
+            return None
+        return held[0]
+
+    def keep(self, digest: str, child: str, ttl: float) -> None:
+        keys = self.keys
+        keys[digest] = (child, self.clock.now() + ttl)
+        keys.move_to_end(digest)
+        if len(keys) > self.max_keys:
+            with self._lock:  # two threads trimming at once must not pop an empty table
+                while len(keys) > self.max_keys:
+                    keys.popitem(last=False)
+
+    def __repr__(self) -> str:
+        return f"MemoryRouting(children={len(self.averages)}, keys={len(self.keys)})"
+
+
+def decayed(known: tuple[float, float] | None, sample: float, now: float) -> float:
+    """The average after ``sample`` at ``now``: the old one weighs ``1 - ALPHA``, less
+    when it is old (halved every :data:`HALF_LIFE` seconds since it was last moved), nothing
+    after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is now)."""
+    if known is None or now - known[1] >= FORGET_AFTER:
+        return sample
+    average, at = known
+    keep = (1.0 - ALPHA) * math.pow(0.5, max(0.0, now - at) / HALF_LIFE)
+    return keep * average + (1.0 - keep) * sample
