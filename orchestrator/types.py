@@ -206,6 +206,8 @@ REASONS = frozenset(
         "invalid_output",
         "rejected",
         "circuit_open",
+        "at_capacity",
+        "budget",
         "deadline",
         "terminal",
         "unsupported",
@@ -274,12 +276,9 @@ class Result(Generic[ValueT]):
     ``handled_by`` is the name of the provider that actually answered (inside
     nested chains too); it is ``None`` only when ``stopped`` or ``best_effort``
     produced the text. ``value`` holds the validated object when ``schema=`` was
-    given (typed: ``run(p, schema=Review)`` returns ``Result[Review]``; it is
-    ``None`` when ``stopped`` or ``best_effort`` produced the text). ``usage`` and
-    ``cost_usd`` sum every attempt that reported them. ``tool_calls`` are the
-    calls the model asked for (empty for a text reply; ``text`` may be "" when the
-    model only called tools).
-    """
+    given (typed: ``run(p, schema=Review)`` returns ``Result[Review]``; None when ``stopped``
+    or ``best_effort`` produced the text). ``usage`` and ``cost_usd`` sum every attempt that
+    reported them. ``tool_calls``: the calls the model asked for (``text`` may be "")."""
 
     text: str
     handled_by: str | None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from typing_extensions import TypeVar
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
+from orchestrator.engine.capacity import Capacity, Unpriced
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.deadlines import Watch, watched
@@ -28,6 +29,7 @@ from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
+    from orchestrator.capacity import Budget
     from orchestrator.engine.streaming import StreamRun
     from orchestrator.health import HealthStore, ProviderHealth
 
@@ -118,6 +120,9 @@ class FallbackAgent(KeywordChecked):
         max_hedges: int = 1,
         tracing: bool = True,
         capture_content: bool = False,
+        budget: Budget | None = None,
+        wait_for_capacity: float | timedelta | None = None,
+        budget_unpriced: Unpriced = "refuse",
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -176,6 +181,7 @@ class FallbackAgent(KeywordChecked):
         self.before_fallback = before_fallback
         self.best_effort = best_effort
         self.health_store = _health_store(health)
+        self.capacity = Capacity.of(budget, wait_for_capacity, budget_unpriced)
         self.rng = rng or random.Random()
         # OpenTelemetry (orchestrator.telemetry): spans when an SDK is installed, unless
         # tracing=False; prompts and replies on them only with capture_content=True.

@@ -23,6 +23,7 @@ from orchestrator.engine.attempt import (
     skipped,
     watch_hook,
 )
+from orchestrator.engine.capacity import every_child_full
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.serving import Member, order
@@ -376,7 +377,10 @@ class Run:
             if text is not None:
                 self.delivery.push(str(text))
                 return Result(str(text), None, tuple(attempts), self.elapsed(), best_effort=True)
-        raise FallbackError(attempts, name=agent.name, untried=untried)
+        # Every child at its limit: the caller is rate limited, told when one frees.
+        raise every_child_full(attempts) or FallbackError(
+            attempts, name=agent.name, untried=untried
+        )
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

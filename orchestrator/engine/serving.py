@@ -10,7 +10,7 @@ it prints can never disagree with what a run does.
 
 Today the order is the chain's own (``priority``); routing strategies plug in
 here, and every reason a child is skipped without a request (circuit open,
-tools, context window, and capacity and budget as they come) is listed by
+tools, context window, capacity and budget) is listed by
 :func:`why_not`.
 """
 
@@ -41,19 +41,28 @@ def order(agent: FallbackAgent, request: Request) -> tuple[Member, ...]:
     return agent.members
 
 
-def why_not(child: Member, request: Request, store: HealthStore | None) -> BaseException | None:
+def why_not(
+    child: Member, request: Request, store: HealthStore | None, agent: FallbackAgent | None = None
+) -> BaseException | None:
     """Why ``child`` would be skipped for ``request`` without a request now, or None.
 
-    Peeks at the health store (no probe is taken) and asks the child itself
+    Peeks at the health store (no probe is taken), asks the child itself
     (:meth:`~orchestrator.engine.children.ProviderChild.can_serve`), the check a
-    run makes before it sends anything.
+    run makes before it sends anything, and, given the ``agent`` it is a child
+    of, peeks at its limiter and budgets (``at_capacity``, ``budget``: nothing
+    is reserved).
     """
     if store is not None:
         health = store.snapshot(child.name) if _is_provider(child) else None
         if health is not None and health.state == "open":
             return CircuitOpen("skipped: circuit open", provider=child.name)
     can_serve = getattr(child, "can_serve", None)
-    return None if can_serve is None else can_serve(request)
+    unfit = None if can_serve is None else can_serve(request)
+    if unfit is None and agent is not None and _is_provider(child):
+        from orchestrator.engine.capacity import peek  # it imports the run's pieces
+
+        unfit = peek(agent, getattr(child, "provider"), request)  # noqa: B009
+    return unfit
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +80,7 @@ def explain(agent: FallbackAgent, request: Request) -> tuple[Verdict, ...]:
     each would be skipped; nothing is sent and nothing in the store changes."""
     store = agent.health_store
     return tuple(
-        Verdict(i, child.name, why_not(child, request, store))
+        Verdict(i, child.name, why_not(child, request, store, agent))
         for i, child in enumerate(order(agent, request))
     )
 

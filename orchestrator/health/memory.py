@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from orchestrator.capacity.memory import MemoryCapacity
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.health.machine import BudgetWindow, CircuitTable
 from orchestrator.health.model import (
@@ -38,6 +39,8 @@ class MemoryHealthStore:
         self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._table = CircuitTable(self.circuit, self.clock)
         self._budget = BudgetWindow(self.budget, self.clock)
+        #: Rate limits and budget spend (:mod:`orchestrator.capacity`), on the same clock.
+        self.capacity = MemoryCapacity(self.clock)
 
     def admit(self, provider: str) -> Admission:
         """May ``provider`` be called now? At most one half-open probe per cooldown."""
