@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from orchestrator.capacity.memory import MemoryCapacity, default_capacity, reset_default_capacity
 from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want
-from orchestrator.capacity.values import PERIODS, Budget, Limits, Period, period_bounds
+from orchestrator.capacity.values import PERIODS, Budget, Limits, Period, checked, period_bounds
 
 __all__ = [
     "PERIODS",
@@ -27,6 +27,7 @@ __all__ = [
     "Refusal",
     "Ticket",
     "Want",
+    "checked",
     "default_capacity",
     "period_bounds",
     "reset_default_capacity",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from typing import Any
 
 from orchestrator.capacity.model import Refusal, Ticket, Want
 from orchestrator.capacity.values import Limits, period_bounds
@@ -99,9 +100,9 @@ class MemoryCapacity:
         if ticket.settled:
             return
         ticket.settled = True
-        entry: list[float] | None
-        spends: list[list[float]]
-        entry, spends = ticket.entry  # type: ignore[misc]  # what take_now put there
+        held: Any = ticket.entry  # what take_now put there
+        entry: list[float] | None = held[0]
+        spends: list[list[float]] = held[1]
         want = ticket.want
         with self._lock:
             log = self._logs.get(want.name)

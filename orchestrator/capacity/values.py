@@ -16,7 +16,7 @@ from typing import Literal, get_args
 
 from orchestrator.units import seconds
 
-__all__ = ["PERIODS", "Budget", "Limits", "Period", "period_bounds"]
+__all__ = ["PERIODS", "Budget", "Limits", "Period", "checked", "period_bounds"]
 
 Period = Literal["minute", "hour", "day", "month"]
 PERIODS: tuple[str, ...] = get_args(Period)
@@ -92,3 +92,16 @@ def period_bounds(per: Period, wall: float) -> tuple[int, float]:
     year, month = time.gmtime(wall)[:2]
     after = (year + 1, 1) if month == 12 else (year, month + 1)
     return year * 12 + month, float(calendar.timegm((*after, 1, 0, 0, 0)))
+
+
+def checked(limits: object, budget: object, owner: str) -> tuple[Limits | None, Budget | None]:
+    """A provider's ``limits=`` and ``budget=`` keywords, type-checked (``TypeError``)."""
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(
+            f"{owner}.limits: expected Limits(rpm=..., ...), got {type(limits).__name__}"
+        )
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(
+            f"{owner}.budget: expected Budget(usd=..., per=...), got {type(budget).__name__}"
+        )
+    return limits, budget
