@@ -63,6 +63,7 @@ __all__ = [
     "input_tokens_at_least",
     "input_tokens_counted",
     "input_tokens_estimate",
+    "load_tokenizer",
     "tokens_at_least",
 ]
 
@@ -128,6 +129,13 @@ def fits(request: Request, context_window: int, *, counts_output: bool = True) -
     if max(_tokens_for(chars * _MAX_UTF8_PER_CHAR), _words_bound(-(-chars // 2))) <= room:
         return True
     return input_tokens_at_least(request) <= room
+
+
+def load_tokenizer() -> bool:
+    """Load the ``tokens`` extra's tokenizer now (about a second), not inside the first
+    call that counts; False when it is not installed. ``FallbackAgent`` calls it when
+    built with a ``tpm`` limit or a budget, so no event loop waits for it."""
+    return _encoder() is not None
 
 
 @lru_cache(maxsize=1)

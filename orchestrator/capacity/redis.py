@@ -26,19 +26,21 @@ from orchestrator.clock import SYSTEM_CLOCK, Clock
 __all__ = ["RedisCapacity"]
 
 _WHICH = {"c": "max_concurrency", "r": "rpm", "t": "tpm"}
+_CONNECTIONS = 8  # per process and event loop
 _LEASE = 600.0  # a call holds its concurrency slot at most this long (its process died)
 
 
 class RedisCapacity:
     """Limiters and budgets in Redis (``url``), keys under ``key_prefix``; ``replicas`` is
-    how many processes share the limits, for the local share used while Redis is down."""
+    how many processes share the limits, for the local share used while Redis is down;
+    ``timeout`` (seconds) how long a call waits for Redis before using that share."""
 
     def __init__(
         self,
         url: str,
         *,
         key_prefix: str = "failover:",
-        timeout: float = 0.25,
+        timeout: float = 1.0,
         replicas: int = 1,
         retry_after: float = 1.0,
         clock: Clock | None = None,
@@ -155,9 +157,17 @@ class RedisCapacity:
         if self._client is None or self._loop is not loop:
             import redis.asyncio as aioredis
 
-            self._client = aioredis.Redis.from_url(
-                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+            # A few connections, shared: calls in flight queue for one rather than each
+            # opening its own (hundreds of connects at once time out on a busy host).
+            pool = aioredis.BlockingConnectionPool.from_url(
+                self.url,
+                decode_responses=True,
+                max_connections=_CONNECTIONS,
+                timeout=self.timeout,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
             )
+            self._client = aioredis.Redis(connection_pool=pool)
             self._loop = loop
             self._scripts = (
                 self._client.register_script(TAKE),

@@ -181,7 +181,7 @@ class FallbackAgent(KeywordChecked):
         self.before_fallback = before_fallback
         self.best_effort = best_effort
         self.health_store = _health_store(health)
-        self.capacity = Capacity.of(budget, wait_for_capacity, budget_unpriced)
+        self.capacity = Capacity.of(budget, wait_for_capacity, budget_unpriced, self.children)
         self.rng = rng or random.Random()
         # OpenTelemetry (orchestrator.telemetry): spans when an SDK is installed, unless
         # tracing=False; prompts and replies on them only with capture_content=True.

@@ -23,7 +23,7 @@ from orchestrator.capacity.memory import default_capacity
 from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want
 from orchestrator.capacity.values import Budget
 from orchestrator.errors import AtCapacity, BudgetExceeded, BudgetSpent, RateLimited
-from orchestrator.tokens import input_tokens_counted
+from orchestrator.tokens import input_tokens_counted, load_tokenizer
 from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
@@ -49,8 +49,17 @@ class Capacity:
     unpriced: Unpriced = "refuse"
 
     @classmethod
-    def of(cls, budget: Any, wait: float | timedelta | None, unpriced: Any) -> Capacity:
-        """The settings from ``FallbackAgent``'s keywords, validated."""
+    def of(
+        cls, budget: Any, wait: float | timedelta | None, unpriced: Any, children: Any = ()
+    ) -> Capacity:
+        """The settings from ``FallbackAgent``'s keywords, validated; loads the tokenizer
+        now when a call will count tokens (a ``tpm`` limit, a budget)."""
+        counts = budget is not None or any(
+            getattr(getattr(c, "limits", None), "tpm", None) or getattr(c, "budget", None)
+            for c in children
+        )
+        if counts:
+            load_tokenizer()
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget: expected Budget, got {type(budget).__name__}")
         ok = unpriced == "refuse" or (

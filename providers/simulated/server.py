@@ -63,6 +63,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any
@@ -219,8 +220,9 @@ class SimulatedServer:
 
     def requests(self, route: str) -> list[dict[str, Any]]:
         """The requests received on ``route``, oldest first: dicts with ``method``,
-        ``path``, ``query``, ``headers`` (lower-case names) and ``body`` (the
-        parsed JSON, or None when the body was not a JSON object)."""
+        ``path``, ``query``, ``headers`` (lower-case names), ``body`` (the parsed
+        JSON, or None when the body was not a JSON object) and ``at`` (when it arrived:
+        ``time.monotonic()``)."""
         with self._lock:
             records = list(self._records[check_route(route)])
         return [
@@ -230,8 +232,9 @@ class SimulatedServer:
                 "query": dict(query),
                 "headers": {k.lower(): v for k, v in headers.items()},
                 "body": body,
+                "at": at,
             }
-            for method, path, query, headers, body in records
+            for method, path, query, headers, body, at in records
         ]
 
     def tools(self, route: str) -> list[list[str]]:
@@ -294,7 +297,8 @@ class SimulatedServer:
             send_json(ex, *refused)
             return None
         body = parse_body(ex.body)
-        fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))
+        record = (ex.method, path, ex.query, ex.headers, body, time.monotonic())
+        fault = self._next_fault(wire.route, record)
         self._seq += 1
         call = wire.parse(body or {}, path, ex.query, self._seq)
         if body is None:

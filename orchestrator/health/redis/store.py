@@ -88,7 +88,11 @@ class RedisHealthStore:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         #: Rate limits and budgets, one atomic round trip per call (``replicas``: see there).
         self.capacity = RedisCapacity(
-            url, key_prefix=key_prefix, timeout=self.timeout, replicas=replicas, clock=self.clock
+            url,
+            key_prefix=key_prefix,
+            timeout=max(1.0, self.timeout),
+            replicas=replicas,
+            clock=self.clock,
         )
         self._exchange = Exchange(
             key_prefix=key_prefix,
