@@ -80,7 +80,8 @@ class MemoryCapacity:
 
     def take_now(self, want: Want) -> Ticket | Refusal:
         """:meth:`take`, synchronously (what the Redis store falls back to)."""
-        now, wall = self.clock.now(), self.clock.wall()
+        now = self.clock.now()
+        wall = self.clock.wall() if want.charges else 0.0  # budgets go by the calendar
         with self._lock:
             refused, log, spends = self._refusal(want, now, wall)
             if refused is not None:

@@ -57,6 +57,7 @@ class RedisCapacity:
         self._down_until: float | None = None  # monotonic: use the local share until then
         self._seen: dict[str, tuple[Refusal, float]] = {}  # name -> last refusal, when
         self._pending: set[asyncio.Task[None]] = set()
+        self._owner, self._calls = uuid.uuid4().hex[:12], 0  # call ids: unique, cheap
 
     def peek(self, want: Want) -> Refusal | None:
         """The last refusal this process saw for ``want``'s limiter while it still holds
@@ -74,11 +75,12 @@ class RedisCapacity:
         """One round trip: check and reserve every limit and budget of ``want``, or none."""
         if self._down_until is not None and self.clock.now() < self._down_until:
             return self._local_take(want)
-        call = uuid.uuid4().hex
+        self._calls += 1
+        call = f"{self._owner}{self._calls:x}"
         names, args = self._call_args(want, call)
         try:
             script = self._script_for_loop()[0]
-            got = await asyncio.wait_for(script(keys=names, args=args), self.timeout)
+            got = await script(keys=names, args=args)  # the connection's own timeout bounds it
         except (TimeoutError, OSError, ConnectionError) as e:
             return self._degraded(want, e)
         except Exception as e:  # redis-py's own errors (ConnectionError, ResponseError...)
@@ -104,6 +106,10 @@ class RedisCapacity:
             self.local.settle(rest[0], tokens, cost)
             return
         ticket.settled = True
+        want = ticket.want
+        limits = want.limits
+        if not want.charges and (limits is None or not (limits.tpm or limits.max_concurrency)):
+            return  # nothing to give back or count: no round trip
         call, names = rest
         args = [call, "" if tokens is None else str(tokens), repr(cost), repr(ticket.want.cost)]
         try:
@@ -178,7 +184,7 @@ class RedisCapacity:
 
     async def _settle(self, script: Any, names: list[str], args: list[str]) -> None:
         try:
-            await asyncio.wait_for(script(keys=names, args=args), self.timeout)
+            await script(keys=names, args=args)
         except Exception:  # Redis gone: the window forgets it, the budget keeps the reservation
             return
 

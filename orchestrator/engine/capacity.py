@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Capacity", "Ticket", "admit", "every_child_full", "peek", "refused_error", "settle"]
 
 Unpriced = Literal["refuse"] | tuple[float, float]
+_COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
 _POLL = 0.01  # how often a wait for a call in flight to end looks again (seconds)
 
 
@@ -87,8 +88,14 @@ def want_of(
     refusal of a provider with no price under ``budget_unpriced="refuse"``."""
     limits = getattr(provider, "limits", None)
     own: Budget | None = getattr(provider, "budget", None)
-    if limits is None and own is None and rules.budget is None:
-        return None
+    if own is None and rules.budget is None:
+        if limits is None:
+            return None
+        if not limits.tpm:  # the same every call: made once (the hot path's allocation)
+            held = _COUNTLESS.get(provider.name)
+            if held is None or held.limits is not limits:
+                held = _COUNTLESS[provider.name] = Want(provider.name, limits, 0, (), 0.0)
+            return held
     charges = []
     if own is not None:
         charges.append(Charge(f"provider:{provider.name}", own, "provider"))
@@ -148,8 +155,9 @@ async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseExcep
     until = None if wait is None else clock.now() + wait
     if until is not None and run.deadline is not None:
         until = min(until, run.deadline)
+    take_now = getattr(store, "take_now", None)  # the memory store's: no coroutine to make
     while True:
-        got = await store.take(want)
+        got = take_now(want) if take_now is not None else await store.take(want)
         if isinstance(got, Ticket):
             return got
         pause = _POLL if got.free_in is None else max(got.free_in, 1e-3)
@@ -168,11 +176,14 @@ async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseExcep
 
 def settle(run: Run, ticket: Ticket, since: int) -> None:
     """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used."""
-    made = [a for a in run.log.attempts[since:] if a.agent == ticket.want.name and a.attempt_number]
+    attempts, name = run.log.attempts, ticket.want.name
     unpriced = run.agent.capacity.unpriced
     tokens: int | None = 0
     cost = 0.0
-    for attempt in made:
+    for i in range(since, len(attempts)):
+        attempt = attempts[i]
+        if attempt.agent != name or not attempt.attempt_number:
+            continue
         if attempt.usage is not None:
             tokens = None if tokens is None else tokens + attempt.usage.total_tokens
         elif attempt.ok:
