@@ -42,7 +42,7 @@ and ``reason`` (the documented ``Attempt.reason``; ``None`` reads as ``"error"``
         │   └── TerminalError          stop: no retry, no fallback
         │       ├── GuardrailTriggered content policy / safety refusal
         │       ├── InvalidRequest     malformed request (400, 422)
-        │       └── BudgetExceeded     the chain's (or gateway key's) budget is spent
+        │       └── BudgetExceeded     the chain's budget is spent: before any request
         ├── FallbackError              every child failed; .attempts holds each attempt
         ├── HookError                  a control hook raised; the hook's exception is __cause__
         ├── ConfigError                (also a ValueError) the chain file cannot be used
@@ -405,7 +405,7 @@ class InvalidRequest(TerminalError):
 
 
 class BudgetExceeded(TerminalError):
-    """The chain's budget (``FallbackAgent(budget=...)``, or a gateway key's) is spent for
+    """The chain's budget (``FallbackAgent(budget=...)``) is spent for
     its period: raised before any request, never retried, never escalated to a parent."""
 
     overridable = False

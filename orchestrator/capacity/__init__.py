@@ -1,4 +1,4 @@
-"""Capacity: rate limits per provider and budgets per provider, chain or gateway key.
+"""Capacity: rate limits per provider and budgets per provider and chain.
 
 - :class:`Limits` (``rpm``, ``tpm``, ``max_concurrency``) and :class:`Budget`
   (``usd`` per ``minute``/``hour``/``day``/``month``): the values a user writes.

@@ -136,6 +136,16 @@ class RedisCapacity:
             out[name] = {"requests": count, "tokens": float(total or 0), "in_flight": inflight}
         return out
 
+    async def spend(self, charges: list[Charge]) -> dict[str, float]:
+        """Each budget's spend in its current period, in Redis now (by ``Charge.key``)."""
+        client = self._script_for_loop() and self._client
+        wall, out = self.clock.wall(), {}
+        for charge in charges:
+            index, _ = period_bounds(charge.budget.per, wall)
+            key = keys(self.key_prefix, "", (f"{charge.key}:{index}",))[3]
+            out[charge.key] = float(await client.hget(key, "spent") or 0)
+        return out
+
     async def aclose(self) -> None:
         """Wait for settles in flight, then close the connection pool."""
         if self._pending:

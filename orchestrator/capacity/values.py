@@ -66,8 +66,8 @@ class Limits:
 @dataclass(frozen=True, slots=True, init=False)
 class Budget:
     """At most ``usd`` dollars per calendar ``per`` (UTC ``minute``, ``hour``, ``day``,
-    ``month``), counted from every billed attempt. For an agent, a provider or a
-    gateway key; a spent budget skips the provider (reason ``budget``) or ends a run
+    ``month``), counted from every billed attempt. For an agent or a provider; a
+    spent budget skips the provider (reason ``budget``) or ends a run
     before any request (:class:`~orchestrator.errors.BudgetExceeded`)."""
 
     usd: float
