@@ -50,3 +50,19 @@ def test_bad_limits_and_budgets_are_located_errors(tmp_path: Path) -> None:
     assert "chain.yaml:6: providers.fast.limits.rpm: 0 is not allowed" in text
     assert "providers.fast.limits.tmp: unknown key (did you mean 'tpm'?)" in text
     assert "agents.main.budget.per: 'week' is not one of minute, hour, day, month" in text
+
+
+def test_replicas_reach_the_redis_stores_capacity(tmp_path: Path) -> None:
+    chain = """
+    providers:
+      fn: {type: function, path: "os:getcwd"}
+    agents:
+      main:
+        providers: [fn]
+        health: {redis_url: "redis://127.0.0.1:1/0", replicas: 8}
+    """
+    store = load_config(write_chain(tmp_path, chain)).agents["main"].health_store
+    assert store.capacity.replicas == 8  # type: ignore[union-attr]
+    alone = chain.replace('redis_url: "redis://127.0.0.1:1/0", ', "")
+    with pytest.raises(ConfigError, match="replicas needs redis_url"):
+        load_config(write_chain(tmp_path, alone))
