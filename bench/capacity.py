@@ -4,7 +4,7 @@ The same no-op async FunctionProvider three ways, interleaved in batches so mach
 noise hits all alike: no limits; ``Limits(rpm=10**9, max_concurrency=10**6)`` on a
 memory store (one take and one settle per call); the same on a Redis store (one
 round trip per call: the TAKE script; a settle, when there is anything to give back (a
-concurrency slot, tokens, spend), is a second one in the background). Reports
+concurrency slot, tokens, spend), is a second one the call awaits). Reports
 the median per-call CPU (us) and wall time (us) of each and the ratio to the plain call.
 Also the ``limits`` library (its moving window on the same Redis), for comparison
 when it is installed.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -64,9 +65,10 @@ class CapacityStore(Protocol):
         """Check every limit and budget of ``want`` and reserve them all, or none."""
         ...
 
-    def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
+    def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> Awaitable[None] | None:
         """The call ended having used ``tokens`` (None: unknown, keep the reservation)
-        and cost ``cost`` dollars: give back the rest, count the spend, free its slot."""
+        and cost ``cost`` dollars: give back the rest, count the spend, free its slot.
+        None when done; an awaitable when it needs a round trip (the caller awaits it)."""
         ...
 
     def usage(self) -> dict[str, dict[str, float]]:

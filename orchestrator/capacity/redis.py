@@ -2,7 +2,7 @@
 
 Each call is one round trip: the :data:`~.scripts.TAKE` script checks the
 limiter's window log and every budget and reserves them all, atomically; the
-settle is sent in the background (the caller does not wait for it). If Redis
+settle, when there is anything to give back, is a second round trip the call awaits. If Redis
 cannot be reached the store never fails a call: it falls back to a local share
 of each limit (``limit / replicas``, at least 1) in process memory, says so
 once per outage (event ``capacity_store_degraded``), and tries Redis again
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 from orchestrator import events
@@ -56,7 +57,6 @@ class RedisCapacity:
         self._scripts: tuple[Any, Any] | None = None
         self._down_until: float | None = None  # monotonic: use the local share until then
         self._seen: dict[str, tuple[Refusal, float]] = {}  # name -> last refusal, when
-        self._pending: set[asyncio.Task[None]] = set()
         self._owner, self._calls = uuid.uuid4().hex[:12], 0  # call ids: unique, cheap
 
     def peek(self, want: Want) -> Refusal | None:
@@ -95,30 +95,27 @@ class RedisCapacity:
         self._seen[want.name] = (refusal, self.clock.now())
         return refusal
 
-    def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
-        """Give back and count, in the background for Redis (never waited for)."""
+    def settle(
+        self, ticket: Ticket, tokens: int | None, cost: float
+    ) -> Coroutine[Any, Any, None] | None:
+        """Give back and count: None when done (nothing to send), else the round trip to
+        await. Awaited by the call, not left in the background: a loop that closes after
+        the call (``run_sync``) would drop it and hold the slot until its lease ends."""
         if ticket.settled:
-            return
+            return None
         entry: Any = ticket.entry
         where, *rest = entry
-        if where == "local":
-            ticket.settled = True
-            self.local.settle(rest[0], tokens, cost)
-            return
         ticket.settled = True
+        if where == "local":
+            self.local.settle(rest[0], tokens, cost)
+            return None
         want = ticket.want
         limits = want.limits
         if not want.charges and (limits is None or not (limits.tpm or limits.max_concurrency)):
-            return  # nothing to give back or count: no round trip
+            return None  # nothing to give back or count: no round trip
         call, names = rest
-        args = [call, "" if tokens is None else str(tokens), repr(cost), repr(ticket.want.cost)]
-        try:
-            script = self._script_for_loop()[1]
-            task = asyncio.get_running_loop().create_task(self._settle(script, names, args))
-        except RuntimeError:  # no running loop: nothing to send it with
-            return
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        args = [call, "" if tokens is None else str(tokens), repr(cost), repr(want.cost)]
+        return self._settle(names, args)
 
     def usage(self) -> dict[str, dict[str, float]]:
         """This process's local share (used while Redis was down); see :meth:`read`."""
@@ -147,9 +144,7 @@ class RedisCapacity:
         return out
 
     async def aclose(self) -> None:
-        """Wait for settles in flight, then close the connection pool."""
-        if self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)
+        """Close the connection pool."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -192,9 +187,9 @@ class RedisCapacity:
         assert self._scripts is not None
         return self._scripts
 
-    async def _settle(self, script: Any, names: list[str], args: list[str]) -> None:
+    async def _settle(self, names: list[str], args: list[str]) -> None:
         try:
-            await script(keys=names, args=args)
+            await self._script_for_loop()[1](keys=names, args=args)
         except Exception:  # Redis gone: the window forgets it, the budget keeps the reservation
             return
 

@@ -14,6 +14,7 @@ nothing). A refused call is skipped without a request (``AtCapacity``,
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -174,8 +175,9 @@ async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseExcep
         await clock.sleep(pause)
 
 
-def settle(run: Run, ticket: Ticket, since: int) -> None:
-    """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used."""
+def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
+    """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
+    an awaitable when the store needs a round trip for it (Redis)."""
     attempts, name = run.log.attempts, ticket.want.name
     unpriced = run.agent.capacity.unpriced
     tokens: int | None = 0
@@ -189,7 +191,7 @@ def settle(run: Run, ticket: Ticket, since: int) -> None:
         elif attempt.ok:
             tokens = None  # it answered without saying what it used: keep the reservation
         cost += _cost(attempt, unpriced)
-    store_of(run.agent.health_store, run.agent.clock).settle(ticket, tokens, cost)
+    return store_of(run.agent.health_store, run.agent.clock).settle(ticket, tokens, cost)
 
 
 def _cost(attempt: Attempt, unpriced: Unpriced) -> float:

@@ -95,7 +95,9 @@ class ProviderChild:
         finally:
             report_call(run, self.name)
             if isinstance(ticket, capacity.Ticket):
-                capacity.settle(run, ticket, since)
+                pending = capacity.settle(run, ticket, since)
+                if pending is not None:  # a shared store's round trip
+                    await pending
         self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
         if isinstance(outcome, Result):
             return outcome

@@ -27,8 +27,9 @@ async def test_two_stores_admit_exactly_the_limit_between_them(
     assert len(tickets) == 20  # max_concurrency first
     assert {g.which for g in got if isinstance(g, Refusal)} == {"max_concurrency"}
     for i, ticket in enumerate(tickets):
-        stores[i % 2].capacity.settle(ticket, 1, 0.0)
-    await asyncio.sleep(0.2)  # the settles go in the background
+        pending = stores[i % 2].capacity.settle(ticket, 1, 0.0)
+        assert pending is not None  # a concurrency slot to give back: one round trip
+        await pending
     more = await asyncio.gather(*(stores[0].capacity.take(want) for _ in range(20)))
     assert sum(isinstance(g, Ticket) for g in more) == 10  # rpm=30 in the window
     refused = [g for g in more if isinstance(g, Refusal)]
@@ -82,3 +83,12 @@ async def test_while_redis_is_down_each_process_takes_its_share(
     got = [await store.capacity.take(want) for _ in range(20)]
     assert sum(isinstance(g, Ticket) for g in got) == 10  # 40 / 4 replicas
     await store.aclose()
+
+
+def test_calls_on_a_new_loop_each_free_their_slots(redis_server: RedisServer, prefix: str) -> None:
+    # run_sync closes its loop when the call returns: a settle left in the background died
+    # with it and held the concurrency slot for its lease (the 4th of 10 calls was refused).
+    provider = FunctionProvider(lambda r: "ok", name="fn", limits=Limits(max_concurrency=3))
+    store = RedisHealthStore(redis_server.url, key_prefix=prefix)
+    agent = FallbackAgent([provider], health=store)
+    assert [agent.run_sync("hi").text for _ in range(10)] == ["ok"] * 10
