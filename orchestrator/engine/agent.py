@@ -83,7 +83,8 @@ class FallbackAgent(KeywordChecked):
     span per attempt, and metrics are recorded (:mod:`orchestrator.telemetry`);
     ``tracing=False`` turns the spans off for this agent, ``capture_content=True``
     adds prompts and replies to the attempt spans (off by default: they may
-    hold personal data).
+    hold personal data). ``budget``, ``wait_for_capacity``, ``budget_unpriced``: the chain's
+    spend and its children's ``limits`` (:mod:`orchestrator.engine.capacity`).
     """
 
     def __init__(
