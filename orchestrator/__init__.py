@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from orchestrator import errors
+    from orchestrator.capacity import Budget, Limits
     from orchestrator.clock import Clock, SystemClock
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.classify import only
@@ -65,6 +66,8 @@ _LAZY = {
     "DEFAULT_IDLE_TIMEOUT": "orchestrator.engine.deadlines",
     "PROGRESS": "orchestrator.engine.deadlines",
     "Attempt": "orchestrator.types",
+    "Budget": "orchestrator.capacity",
+    "Limits": "orchestrator.capacity",
     "Clock": "orchestrator.clock",
     "SystemClock": "orchestrator.clock",
     "Provider": "orchestrator.types",
@@ -106,6 +109,7 @@ __all__ = [
     "PROGRESS",
     "REASONS",
     "Attempt",
+    "Budget",
     "Clock",
     "FailoverError",
     "FallbackAgent",
@@ -114,6 +118,7 @@ __all__ = [
     "IgnoredSetting",
     "Journal",
     "JournalError",
+    "Limits",
     "Message",
     "Parallel",
     "Phase",

@@ -33,13 +33,16 @@ and ``reason`` (the documented ``Attempt.reason``; ``None`` reads as ``"error"``
         │   │   ├── ToolsUnsupported   the request has tools this provider cannot take
         │   │   ├── PrefillUnsupported a continuation's assistant prefill refused (400)
         │   │   ├── NotInstalled       a CLI binary is missing
-        │   │   └── CircuitOpen        skipped: the provider's circuit is open (not counted)
+        │   │   ├── CircuitOpen        skipped: the provider's circuit is open (not counted)
+        │   │   ├── AtCapacity         skipped: at its rpm/tpm/concurrency limit (not counted)
+        │   │   └── BudgetSpent        skipped: the provider's budget is spent (not counted)
         │   ├── InvalidOutput          reply malformed or off-schema: retry, then fall over
         │   │   ├── Rejected           the ``accept`` check refused the reply: fall over at once
         │   │   └── ResponseTooLarge   reply over ``max_response_bytes``: fall over at once
         │   └── TerminalError          stop: no retry, no fallback
         │       ├── GuardrailTriggered content policy / safety refusal
-        │       └── InvalidRequest     malformed request (400, 422)
+        │       ├── InvalidRequest     malformed request (400, 422)
+        │       └── BudgetExceeded     the chain's budget is spent: before any request
         ├── FallbackError              every child failed; .attempts holds each attempt
         ├── HookError                  a control hook raised; the hook's exception is __cause__
         ├── ConfigError                (also a ValueError) the chain file cannot be used
@@ -65,7 +68,10 @@ if TYPE_CHECKING:
     from orchestrator.types import Attempt, Usage
 
 __all__ = [
+    "AtCapacity",
     "AuthenticationFailed",
+    "BudgetExceeded",
+    "BudgetSpent",
     "CircuitOpen",
     "ConnectionFailed",
     "ContextWindowExceeded",
@@ -311,6 +317,33 @@ class CircuitOpen(UnusableError):
     reason = "circuit_open"
 
 
+class AtCapacity(UnusableError):
+    """Skipped without a request: the provider is at one of its own ``Limits`` (rpm, tpm,
+    max_concurrency); ``retry_after`` is how long until it frees (None: when a call in
+    flight ends). The next child is tried at once; when every child is at capacity the
+    run raises :class:`RateLimited` with the soonest. Not counted: nothing failed."""
+
+    counts_for_health = False
+    reason = "at_capacity"
+
+    def __init__(
+        self, message: str = "", *, provider: str | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.retry_after = retry_after
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"provider": self.provider, "retry_after": self.retry_after}
+
+
+class BudgetSpent(UnusableError):
+    """Skipped without a request: the provider's own ``Budget`` is spent for its period;
+    the next child is tried. Not counted for health: the provider is fine."""
+
+    counts_for_health = False
+    reason = "budget"
+
+
 class InvalidOutput(ProviderError):
     """The reply is malformed or fails the schema: retry (``schema_retries``), then hand over.
 
@@ -374,6 +407,14 @@ class GuardrailTriggered(TerminalError):
 
 class InvalidRequest(TerminalError):
     """The request itself is malformed (HTTP 400, 422): every provider would refuse it."""
+
+
+class BudgetExceeded(TerminalError):
+    """The chain's budget (``FallbackAgent(budget=...)``) is spent for
+    its period: raised before any request, never retried, never escalated to a parent."""
+
+    overridable = False
+    reason = "budget"
 
 
 class HookError(FailoverError):

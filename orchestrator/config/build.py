@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path as FilePath
 from typing import Any
 
+from orchestrator.capacity import Budget, Limits
 from orchestrator.config.health import build_health
 from orchestrator.config.hooks import callable_at as _callable
 from orchestrator.config.hooks import import_object
@@ -23,7 +24,7 @@ from orchestrator.config.problems import ConfigError, Path, Problem, field_path,
 from orchestrator.config.schema import AgentSpec, ChainSpec, ChildSpec, WorkflowSpec
 from orchestrator.config.scrub import EnvValues, constructor_problem
 from orchestrator.config.source import Source
-from orchestrator.config.spec import given
+from orchestrator.config.spec import ProviderSpec, given
 from orchestrator.engine.agent import FallbackAgent
 from orchestrator.ignored import IgnoredSetting
 from orchestrator.policy import RetryPolicy
@@ -57,7 +58,7 @@ def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, A
     for name, pspec in spec.providers.items():
         where = spec.origins.get(name, ("providers", name))  # a region's: its list item
         try:
-            out[name] = pspec.build(_Context(src, name, where[:2]))
+            out[name] = with_capacity(pspec.build(_Context(src, name, where[:2])), pspec)
         except ConfigError as exc:
             problems.extend(exc.problems)
         except (ValueError, TypeError) as exc:
@@ -66,6 +67,15 @@ def build_providers(src: Source, spec: ChainSpec, env: EnvValues) -> dict[str, A
         problems.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
         raise ConfigError(problems)
     return out
+
+
+def with_capacity(provider: Any, pspec: ProviderSpec) -> Any:
+    """``provider`` with the file's ``limits`` and ``budget`` for it (read by the engine)."""
+    if pspec.limits is not None:
+        provider.limits = Limits(**pspec.limits.model_dump(exclude_none=True))
+    if pspec.budget is not None:
+        provider.budget = Budget(**pspec.budget.model_dump())
+    return provider
 
 
 def _names(items: Mapping[str, Any]) -> str:
@@ -193,7 +203,9 @@ def _agent(
             tracing=aspec.tracing,
             capture_content=aspec.capture_content,
             health=health,
+            budget=None if aspec.budget is None else Budget(**aspec.budget.model_dump()),
             **given(
+                wait_for_capacity=aspec.wait_for_capacity,
                 max_retries=aspec.max_retries,
                 retry_strategy=aspec.retry_strategy,
                 retry_delay=aspec.retry_delay,

@@ -74,6 +74,7 @@ class HealthSpec(Spec):
     key_prefix: Annotated[str, Field(min_length=1)] | None = None
     sync_interval: PositiveFloat | None = None
     timeout: PositiveFloat | None = None
+    replicas: PositiveInt | None = None  # processes sharing limits: the share while Redis is down
     circuit: CircuitSpec = CircuitSpec()
     budget: BudgetSpec = BudgetSpec()
 
@@ -88,6 +89,8 @@ class HealthSpec(Spec):
     def _shared_only(self) -> HealthSpec:
         if self.redis_url is None and (self.key_prefix or self.sync_interval or self.timeout):
             raise ValueError("key_prefix, sync_interval and timeout need redis_url")
+        if self.redis_url is None and self.replicas:
+            raise ValueError("replicas needs redis_url (one process's memory has no replicas)")
         return self
 
 
@@ -135,7 +138,10 @@ def build_health(
             from orchestrator.health import RedisHealthStore
 
             extra = given(
-                key_prefix=spec.key_prefix, sync_interval=spec.sync_interval, timeout=spec.timeout
+                key_prefix=spec.key_prefix,
+                sync_interval=spec.sync_interval,
+                timeout=spec.timeout,
+                replicas=spec.replicas,
             )
             store = RedisHealthStore(
                 spec.redis_url.strip(), circuit=circuit, budget=budget, **extra

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from orchestrator.config.health import HealthSetting
 from orchestrator.config.problems import Path
 from orchestrator.config.spec import (
+    BudgetSpec,
     Flag,
     ImportPath,
     Name,
@@ -99,6 +100,8 @@ class AgentSpec(PolicySpec):
     tracing: Flag = True  # OpenTelemetry spans for this agent (when an SDK is installed)
     capture_content: Flag = False  # prompts and replies on its spans: opt-in
     health: HealthSetting = False
+    budget: BudgetSpec | None = None  # the chain's spend (orchestrator.Budget)
+    wait_for_capacity: PositiveFloat | None = None
     retry_on: list[ImportPath] | None = None
     fallback_on: list[ImportPath] | None = None
     on_fallback: ImportPath | None = None

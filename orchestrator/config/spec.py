@@ -147,6 +147,21 @@ class PolicySpec(Spec):
         }
 
 
+class LimitsSpec(Spec):
+    """``limits: {rpm, tpm, max_concurrency}`` on a provider (:class:`orchestrator.Limits`)."""
+
+    rpm: PositiveInt | None = None
+    tpm: PositiveInt | None = None
+    max_concurrency: PositiveInt | None = None
+
+
+class BudgetSpec(Spec):
+    """``budget: {usd, per}`` on an agent or a provider (:class:`orchestrator.Budget`)."""
+
+    usd: PositiveFloat
+    per: Literal["minute", "hour", "day", "month"] = "day"
+
+
 class BuildContext(Protocol):
     """What building a provider may ask of the chain file."""
 
@@ -179,6 +194,8 @@ class ProviderSpec(PolicySpec):
     region_field: ClassVar[str | None] = None
 
     type: str
+    limits: LimitsSpec | None = None
+    budget: BudgetSpec | None = None
 
     def build(self, ctx: BuildContext) -> Any:
         """The provider this validated entry describes (called once per entry)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from typing_extensions import TypeVar
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
+from orchestrator.engine.capacity import Capacity, Unpriced
 from orchestrator.engine.children import ChainChild, ProviderChild
 from orchestrator.engine.classify import Classifier, ErrorMatcher, Only
 from orchestrator.engine.deadlines import Watch, watched
@@ -30,6 +31,7 @@ from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
+    from orchestrator.capacity import Budget
     from orchestrator.engine.streaming import StreamRun
     from orchestrator.health import HealthStore, ProviderHealth
 
@@ -83,7 +85,8 @@ class FallbackAgent(KeywordChecked):
     span per attempt, and metrics are recorded (:mod:`orchestrator.telemetry`);
     ``tracing=False`` turns the spans off for this agent, ``capture_content=True``
     adds prompts and replies to the attempt spans (off by default: they may
-    hold personal data).
+    hold personal data). ``budget``, ``wait_for_capacity``, ``budget_unpriced``: the chain's
+    spend and its children's ``limits`` (:mod:`orchestrator.engine.capacity`).
 
     ``order`` (``"priority"``, ``"weighted"`` with ``weights=``, ``"least_busy"``, ``"latency"``,
     ``"cost"``), ``run(affinity=KEY)`` and ``affinity_ttl``: :mod:`orchestrator.routing`.
@@ -126,6 +129,9 @@ class FallbackAgent(KeywordChecked):
         order: OrderName = "priority",
         weights: Mapping[str, float] | None = None,
         affinity_ttl: float | timedelta = DEFAULT_AFFINITY_TTL,
+        budget: Budget | None = None,
+        wait_for_capacity: float | timedelta | None = None,
+        budget_unpriced: Unpriced = "refuse",
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -156,11 +162,7 @@ class FallbackAgent(KeywordChecked):
         )
         if hedge_after is not None and hedge_after != "auto":  # the default warns of nothing
             check_hedged(self.members, hedge_after)
-        if (
-            isinstance(schema_retries, bool)
-            or not isinstance(schema_retries, int)
-            or schema_retries < 0
-        ):
+        if type(schema_retries) is not int or schema_retries < 0:  # a bool is not a count
             raise ValueError(f"schema_retries: {schema_retries!r} must be an int >= 0")
         self.schema_retries = schema_retries
         if mid_stream not in ("raise", "continue"):
@@ -176,20 +178,17 @@ class FallbackAgent(KeywordChecked):
                 "best_effort": best_effort,
             }
         )
-        self.accept = accept
-        self.on_fallback = on_fallback
+        self.accept, self.on_fallback, self.on_all_failed = accept, on_fallback, on_all_failed
+        self.on_retry, self.before_fallback = on_retry, before_fallback
+        self.best_effort = best_effort
         # on_fallback(from, to, error) or, if it takes a fourth argument, (..., reason).
         self.on_fallback_wants_reason = on_fallback is not None and takes_four(on_fallback)
-        self.on_all_failed = on_all_failed
-        self.on_retry = on_retry
-        self.before_fallback = before_fallback
-        self.best_effort = best_effort
         self.health_store = _health_store(health)
+        self.capacity = Capacity.of(budget, wait_for_capacity, budget_unpriced, self.children)
         self.rng = rng or random.Random()
         # OpenTelemetry (orchestrator.telemetry): spans when an SDK is installed, unless
         # tracing=False; prompts and replies on them only with capture_content=True.
-        self.tracing = bool(tracing)
-        self.capture_content = bool(capture_content)
+        self.tracing, self.capture_content = bool(tracing), bool(capture_content)
         self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
         self.router = router_for(self, order, weights, affinity_ttl)  # orchestrator.routing
 

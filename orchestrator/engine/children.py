@@ -10,10 +10,17 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.engine import capacity
 from orchestrator.engine.attempt import accepts, attempt, report_call, skip
 from orchestrator.engine.retrying import retries_later, retry
 from orchestrator.engine.run import Run, Via
-from orchestrator.errors import ContextWindowExceeded, FallbackError, Rejected, ToolsUnsupported
+from orchestrator.errors import (
+    ContextWindowExceeded,
+    FallbackError,
+    RateLimited,
+    Rejected,
+    ToolsUnsupported,
+)
 from orchestrator.policy import RetryPolicy
 from orchestrator.routing.tally import call_began, call_ended
 from orchestrator.tokens import fits, input_tokens_at_least
@@ -69,14 +76,19 @@ class ProviderChild:
         A cancelled call tells it nothing. A request the provider cannot take
         (:meth:`can_serve`) is not sent: judged here, after the hand-over hooks
         (so a request ``before_fallback`` shortened is judged as it will be sent)
-        and inside a hedge's lane too.
+        and inside a hedge's lane too. Then its limits and budgets are reserved
+        (:mod:`~orchestrator.engine.capacity`) and, once the call ends, settled.
         """
         unfit = self.can_serve(request)
+        ticket = await capacity.admit(run, self.provider, request) if unfit is None else None
+        if isinstance(ticket, BaseException):
+            unfit = ticket  # at a limit or over a budget: skipped too, or the run ends
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         # What the agent's order reads (calls in flight, latency): None for most orders.
         routing = call_began(run, self.name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
+        since = len(run.log.attempts)
         try:
             outcome = await (
                 self._call(run, request, via) if via != "again" else self._again(run, request)
@@ -89,6 +101,10 @@ class ProviderChild:
             if routing is not None:
                 took = run.log.attempts[-1].duration if run.log.attempts else 0.0
                 call_ended(run, routing, self.name, took, outcome)
+            if isinstance(ticket, capacity.Ticket):
+                pending = capacity.settle(run, ticket, since)
+                if pending is not None:  # a shared store's round trip
+                    await pending
         self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
         if isinstance(outcome, Result):
             return outcome
@@ -218,7 +234,7 @@ class ChainChild:
         outcome: Result | BaseException | None = None
         try:
             outcome = result = await inner.execute(counted_by=run.agent.health_store)
-        except FallbackError as e:
+        except (FallbackError, RateLimited) as e:  # RateLimited: all its children at capacity
             outcome = e
             return run.leave(self.name, e)
         finally:

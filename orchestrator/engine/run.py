@@ -23,6 +23,7 @@ from orchestrator.engine.attempt import (
     skipped,
     watch_hook,
 )
+from orchestrator.engine.capacity import every_child_full
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.delivery import BUFFERED, Delivery
 from orchestrator.engine.handover import before_fallback, with_handover
@@ -87,8 +88,7 @@ class Run:
         self.order = agent.names if plain else agent.router.names_of(self.members)
         self.keys: Keys | None = None
         self.arm: str | None = None
-        self.deadline, self.attempt_limit = deadline, attempt_limit
-        self.delivery = delivery
+        self.deadline, self.attempt_limit, self.delivery = deadline, attempt_limit, delivery
         self.log = AttemptLog(agent.clock.now())
         #: Whether a later child can take the call (then a timeout's retries wait for it)
         #: and the children whose retries wait (:func:`~orchestrator.engine.children.come_back`).
@@ -111,10 +111,8 @@ class Run:
         limit = agent.timeout if timeout is None else seconds_or_none(timeout, "timeout")
         if schema is not None:
             # Built (and cached) before the clock starts: the first use imports pydantic.
-            request = request.replace(
-                json_schema=schema_json(schema),
-                schema_name=getattr(schema, "__name__", "Output"),
-            )
+            name = getattr(schema, "__name__", "Output")
+            request = request.replace(json_schema=schema_json(schema), schema_name=name)
         deadline = None if limit is None else agent.clock.now() + limit
         attempt_limit = agent.attempt_timeout
         if within is not None:
@@ -389,7 +387,10 @@ class Run:
                 return Result(
                     str(text), None, tuple(attempts), took, best_effort=True, order=self.order
                 )
-        raise FallbackError(attempts, name=agent.name, untried=untried)
+        # Every child at its limit: the caller is rate limited, told when one frees.
+        raise every_child_full(attempts) or FallbackError(
+            attempts, name=agent.name, untried=untried
+        )
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

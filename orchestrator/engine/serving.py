@@ -11,8 +11,8 @@ it prints can never disagree with what a run does.
 The order is the agent's strategy's (:mod:`orchestrator.routing`; the chain's own
 for ``priority``, asked nothing), with an affinity key's child first while
 :func:`why_not` has nothing against it; every reason a child is skipped without
-a request (circuit open, tools, context window, and capacity and budget as they
-come) is listed by :func:`why_not`.
+a request (circuit open, tools, context window, capacity and budget) is listed by
+:func:`why_not`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def route(
         held = router.state(agent).affinity(keys.digest(agent.name))
         if held is not None and held != ranked[0].name:
             child = next((m for m in ranked if m.name == held), None)
-            if child is not None and why_not(child, request, agent.health_store) is None:
+            if child is not None and why_not(child, request, agent.health_store, agent) is None:
                 ranked = (child, *(m for m in ranked if m is not child))
     return ranked, arm
 
@@ -77,19 +77,28 @@ def routed(run: Run) -> dict[str, Any]:
     return {"order": run.order, "arm": run.arm}
 
 
-def why_not(child: Member, request: Request, store: HealthStore | None) -> BaseException | None:
+def why_not(
+    child: Member, request: Request, store: HealthStore | None, agent: FallbackAgent | None = None
+) -> BaseException | None:
     """Why ``child`` would be skipped for ``request`` without a request now, or None.
 
-    Peeks at the health store (no probe is taken) and asks the child itself
+    Peeks at the health store (no probe is taken), asks the child itself
     (:meth:`~orchestrator.engine.children.ProviderChild.can_serve`), the check a
-    run makes before it sends anything.
+    run makes before it sends anything, and, given the ``agent`` it is a child
+    of, peeks at its limiter and budgets (``at_capacity``, ``budget``: nothing
+    is reserved).
     """
     if store is not None:
         health = store.snapshot(child.name) if _is_provider(child) else None
         if health is not None and health.state == "open":
             return CircuitOpen("skipped: circuit open", provider=child.name)
     can_serve = getattr(child, "can_serve", None)
-    return None if can_serve is None else can_serve(request)
+    unfit = None if can_serve is None else can_serve(request)
+    if unfit is None and agent is not None and _is_provider(child):
+        from orchestrator.engine.capacity import peek  # it imports the run's pieces
+
+        unfit = peek(agent, getattr(child, "provider"), request)  # noqa: B009
+    return unfit
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +130,7 @@ def explain(
         if nested is not None and depth < 8:  # chains nest a few levels; bounded
             inner = explain(nested, request, keys, depth=depth + 1)
             arm = route(nested, request, keys, peek=True)[1]
-        out.append(Verdict(i, child.name, why_not(child, request, store), inner, arm))
+        out.append(Verdict(i, child.name, why_not(child, request, store, agent), inner, arm))
     return tuple(out)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from orchestrator.capacity.memory import MemoryCapacity
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.health.machine import BudgetWindow, CircuitTable
 from orchestrator.health.model import (
@@ -41,6 +42,8 @@ class MemoryHealthStore:
         self._budget = BudgetWindow(self.budget, self.clock)
         #: Calls in flight, latency averages and affinity keys (:mod:`orchestrator.routing`).
         self.routing = MemoryRouting(self.clock)
+        #: Rate limits and budget spend (:mod:`orchestrator.capacity`), on the same clock.
+        self.capacity = MemoryCapacity(self.clock)
 
     def admit(self, provider: str) -> Admission:
         """May ``provider`` be called now? At most one half-open probe per cooldown."""

@@ -112,6 +112,9 @@ def encode_result(result: Result[Any]) -> dict[str, Any]:
             {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in result.tool_calls
         ],
         "attempts": [_attempt(a) for a in result.attempts],
+        "order": list(result.order),
+        "arm": result.arm,
+        "best_effort": result.best_effort,
     }
 
 
@@ -144,6 +147,9 @@ def decode_result(data: dict[str, Any], schema: type[Any] | None = None) -> Resu
         value=value,
         model=data["model"],
         tool_calls=calls,
+        best_effort=bool(data.get("best_effort", False)),  # absent from older records
+        order=tuple(str(n) for n in data.get("order", ())),
+        arm=None if data.get("arm") is None else str(data["arm"]),
     )
 
 

@@ -18,8 +18,8 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, TypedDict
-from urllib.parse import urlsplit, urlunsplit
 
+from orchestrator.capacity import Budget, Limits, checked
 from orchestrator.errors import (
     AuthenticationFailed,
     InvalidOutput,
@@ -41,7 +41,7 @@ from providers.http.caller import HTTPCaller, error_body
 from providers.http.catalogue import model_facts
 from providers.http.cost import cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
-from providers.http.endpoint import base_url_from_env
+from providers.http.endpoint import base_url_from_env, join_url
 from providers.http.errors import not_found_at
 from providers.http.prefill import accepts_prefill as prefill_for
 from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
@@ -72,18 +72,6 @@ __all__ = [
 ]
 
 
-def join_url(base: str, path: str) -> str:
-    """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
-    ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
-
-    Every vendor builds its endpoint URLs here, once, at construction.
-    """
-    parts = urlsplit(base)
-    tail, _, extra = path.partition("?")
-    query = "&".join(q for q in (parts.query, extra) if q)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))
-
-
 class VendorSettings(TypedDict, total=False):
     """The keyword arguments every vendor provider takes besides ``model`` and
     ``base_url`` (see :class:`VendorProvider` for their defaults and meaning)."""
@@ -96,6 +84,8 @@ class VendorSettings(TypedDict, total=False):
     catalogue: bool | None
     client: Any
     transport: str | None
+    limits: Limits | None
+    budget: Budget | None
     allow_insecure_http: bool
     extra_headers: Mapping[str, str] | None
     max_response_bytes: int
@@ -123,6 +113,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
     ``StreamStalled`` (the engine keeps the watch: ``orchestrator.engine.deadlines``).
     ``accepts_prefill`` says whether a mid-stream rescue may continue the delivered text
     as an assistant prefill (default by vendor and model: :mod:`providers.http.prefill`).
+    ``limits`` / ``budget``: this provider's quota and spend (:mod:`orchestrator.capacity`).
     """
 
     family: ClassVar[str] = ""
@@ -155,6 +146,8 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         first_token_timeout: float | timedelta | None = None,
         idle_timeout: float | timedelta | None = None,
         accepts_prefill: bool | None = None,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
     ) -> None:
         cls = type(self).__name__
         if not isinstance(model, str) or not model:
@@ -192,6 +185,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
         self.price, self.rates, self.context_window = facts.price, facts.rates, facts.context_window
         self.retry_policy = retry_policy_or_none(retry_policy, cls)
         self.accepts_prefill = prefill_for(accepts_prefill, self.family, model, cls)
+        self.limits, self.budget = checked(limits, budget, cls)
         if api_key is not None and not isinstance(api_key, str | Secret):
             raise TypeError(f"{cls}.api_key: expected str, got {type(api_key).__name__}")
         self._key = Secret(api_key) if isinstance(api_key, str) else api_key

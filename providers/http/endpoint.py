@@ -14,10 +14,11 @@ as a given one is, the error naming the variable.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 from orchestrator.secrets import check_endpoint
 
-__all__ = ["base_url_from_env"]
+__all__ = ["base_url_from_env", "join_url"]
 
 
 def base_url_from_env(
@@ -36,3 +37,15 @@ def base_url_from_env(
             )
             return value
     return default
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` with ``path`` appended to its *path*: a query on ``base`` (Azure's
+    ``?api-version=``) is kept, followed by any query of ``path``; no fragment.
+
+    Every vendor builds its endpoint URLs here, once, at construction.
+    """
+    parts = urlsplit(base)
+    tail, _, extra = path.partition("?")
+    query = "&".join(q for q in (parts.query, extra) if q)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + tail, query, ""))

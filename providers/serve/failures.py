@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from orchestrator.errors import (
+    BudgetExceeded,
     ContextWindowExceeded,
     FallbackError,
     GuardrailTriggered,
@@ -91,6 +92,10 @@ def failure_of(error: BaseException) -> Failure:
         return Failure(error.status, error.kind, str(error))
     if isinstance(error, FallbackError):
         return _exhausted(error)
+    if isinstance(error, RateLimited):  # every child at its limit: wait for the soonest
+        return Failure(429, "rate_limited", "every provider is at capacity", _retry_after([error]))
+    if isinstance(error, BudgetExceeded):
+        return Failure(429, "rate_limited", f"the budget is spent ({error.provider})")
     if isinstance(error, GuardrailTriggered):
         return Failure(400, "content_filter", f"refused by a content policy ({error.provider})")
     if isinstance(error, InvalidRequest):

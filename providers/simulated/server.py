@@ -74,6 +74,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from typing import Any
@@ -98,6 +99,10 @@ FaultLike = Fault | Mapping[str, Any] | str
 
 def _fault(value: FaultLike) -> Fault:
     return value if isinstance(value, Fault) else Fault.from_spec(value)
+
+
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
 
 
 class SimulatedServer:
@@ -191,10 +196,9 @@ class SimulatedServer:
     def environment(self) -> dict[str, str]:
         """The variables that send unchanged code here: each vendor provider's base-URL
         variables (the official SDKs' too: ``OPENAI_BASE_URL``...), a placeholder key for
-        each vendor (the server checks none), Azure's endpoint and key variables, AWS's
-        endpoint, region and the credentials the bedrock route checks signatures with,
-        Vertex AI's root, project, location and token (``vertex_token``), and
-        ``FAILOVER_SIM_URL``, the root.
+        each vendor (the server checks none), Azure's endpoint and key, AWS's endpoint, region
+        and the keys the bedrock route checks signatures with, Vertex AI's root, project,
+        location and token (``vertex_token``), and ``FAILOVER_SIM_URL``, the root.
         ``failover simulate`` prints them as ``export`` lines."""
         from providers.anthropic import AnthropicMessages
         from providers.gemini import GeminiGenerate
@@ -240,19 +244,14 @@ class SimulatedServer:
 
     def requests(self, route: str) -> list[dict[str, Any]]:
         """The requests received on ``route``, oldest first: dicts with ``method``,
-        ``path``, ``query``, ``headers`` (lower-case names) and ``body`` (the
-        parsed JSON, or None when the body was not a JSON object)."""
+        ``path``, ``query``, ``headers`` (lower-case names), ``body`` (the parsed
+        JSON, or None when the body was not a JSON object) and ``at`` (when it arrived:
+        ``time.monotonic()``)."""
         with self._lock:
             records = list(self._records[check_route(route)])
         return [
-            {
-                "method": method,
-                "path": path,
-                "query": dict(query),
-                "headers": {k.lower(): v for k, v in headers.items()},
-                "body": body,
-            }
-            for method, path, query, headers, body in records
+            {"method": m, "path": p, "query": dict(q), "headers": _lower(h), "body": b, "at": at}
+            for m, p, q, h, b, at in records
         ]
 
     def tools(self, route: str) -> list[list[str]]:
@@ -305,7 +304,8 @@ class SimulatedServer:
         if refused(ex, wire, aws_key=aws_key, token=self.vertex_token):
             return None
         body = parse_body(ex.body)
-        fault = self._next_fault(wire.route, (ex.method, path, ex.query, ex.headers, body))
+        record = (ex.method, path, ex.query, ex.headers, body, time.monotonic())
+        fault = self._next_fault(wire.route, record)
         self._seq += 1
         call = wire.parse(body or {}, path, ex.query, self._seq)
         if body is None:

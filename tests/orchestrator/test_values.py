@@ -163,6 +163,7 @@ def test_public_api_is_exactly_all() -> None:
         "summary",
         "journal",
         "routing",
+        "capacity",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers

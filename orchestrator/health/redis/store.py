@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from orchestrator import events
+from orchestrator.capacity.redis import RedisCapacity
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 from orchestrator.health.machine import BudgetWindow, CircuitTable
 from orchestrator.health.model import (
@@ -55,7 +56,10 @@ class RedisHealthStore:
     fleet-wide budget can be overspent by what other processes spend within
     one ``sync_interval``. Like every store it records what the engine tells
     it; the engine decides what counts. Needs the ``redis`` extra. Call
-    :meth:`aclose` when done.
+    :meth:`aclose` when done. Rate limits and budgets (``capacity``) are exact
+    instead: one atomic script per call (:mod:`orchestrator.capacity.redis`);
+    ``replicas`` is how many processes share them, for the local share each
+    takes while Redis is down.
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class RedisHealthStore:
         key_prefix: str = "failover:",
         sync_interval: float | timedelta = 0.05,
         timeout: float | timedelta = 0.25,
+        replicas: int = 1,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
@@ -82,6 +87,11 @@ class RedisHealthStore:
         self.sync_interval = seconds(sync_interval, "RedisHealthStore.sync_interval")
         self.timeout = seconds(timeout, "RedisHealthStore.timeout")
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: Rate limits and budgets, one atomic round trip per call (``replicas``: see there).
+        self.capacity = RedisCapacity(
+            url, key_prefix=key_prefix, timeout=max(1.0, self.timeout), replicas=replicas,
+            clock=self.clock,
+        )  # fmt: skip
         self._exchange = Exchange(
             key_prefix=key_prefix,
             circuit=self.circuit,
@@ -107,9 +117,7 @@ class RedisHealthStore:
         self._closed = False
         # Round trips begun (connecting included), and the numbers of the last one that
         # answered and the last one that failed: what ``sync`` waits on.
-        self._ticks_started = 0
-        self._tick_answered = 0
-        self._tick_failed = 0
+        self._ticks_started = self._tick_answered = self._tick_failed = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -229,6 +237,7 @@ class RedisHealthStore:
                     await asyncio.shield(task)
             except Exception:  # TimeoutError included
                 await cancel_and_wait(task)
+        await self.capacity.aclose()
 
     @property
     def state(self) -> str:

@@ -185,3 +185,37 @@ def test_check_says_a_redis_url_that_does_not_answer_by_its_host_never_its_passw
     assert "the health store at redis://***@127.0.0.1:" in err and "did not answer" in err
     assert "redis_url" in err
     assert "pw-s3cret-917" not in out + err and "admin" not in out + err
+
+
+LIMITED = """
+    providers:
+      codex:
+        type: openai
+        model: gpt-4o-mini
+        base_url: "${SIM}/openai/v1"
+        api_key: "${K}"
+        price: [1000, 1000]
+        limits: {rpm: 600, max_concurrency: 8}
+    agents:
+      review:
+        providers: [codex]
+        budget: {usd: 50, per: day}
+        health: {redis_url: "${REDIS_URL}", key_prefix: "${PREFIX}"}
+    """
+
+
+def test_health_shows_each_limiters_use_and_budgets_spend(
+    chain: Path, sim: SimulatedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    limited = write_chain(chain.parent, LIMITED, "limited.yaml")
+    sim.set_default("openai", Fault.ok(usage=(10, 10)))  # $0.02 a call at $1,000 / 1M
+    for _ in range(3):
+        assert main(["run", str(limited), "hi"]) == 0
+    capsys.readouterr()
+    assert main(["health", str(limited), "--json"]) == 0
+    capacity = json.loads(capsys.readouterr().out)["capacity"]["review"]
+    assert capacity["limits"]["codex"] == {"requests": 3, "tokens": 60.0, "in_flight": 0}
+    assert capacity["budgets"]["agent:review"] == {"spent_usd": pytest.approx(0.06), "usd": 50}
+    assert main(["health", str(limited), "--plain"]) == 0
+    table = capsys.readouterr().out
+    assert "agent:review" in table and "$0.0600 of $50" in table

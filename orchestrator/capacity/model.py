@@ -1,0 +1,76 @@
+"""What the engine asks a capacity store, and its answers: :class:`Want`, :class:`Ticket`,
+:class:`Refusal`; and the :class:`CapacityStore` protocol both stores implement."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from orchestrator.capacity.values import Budget, Limits
+
+__all__ = ["CapacityStore", "Charge", "Refusal", "Ticket", "Want"]
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """A budget one call is counted against: its store key, the budget, and whose it is
+    (``"agent"``: the run stops when it is spent; ``"provider"``: the child is skipped)."""
+
+    key: str
+    budget: Budget
+    scope: Literal["agent", "provider"]
+
+
+@dataclass(frozen=True, slots=True)
+class Want:
+    """One call about to be made: its limiter (by name) and what it reserves there
+    (one request, ``tokens``), the budgets it counts against and the ``cost`` it reserves."""
+
+    name: str
+    limits: Limits | None
+    tokens: int
+    charges: tuple[Charge, ...]
+    cost: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a call may not start now: ``at_capacity`` (a limit) or ``budget``; ``free_in``
+    seconds until it may (``None``: when a call in flight ends), ``which`` the limit or
+    scope that refused (``rpm``, ``tpm``, ``max_concurrency``, ``agent``, ``provider``)."""
+
+    reason: Literal["at_capacity", "budget"]
+    which: str
+    free_in: float | None
+
+
+@dataclass(slots=True)
+class Ticket:
+    """A call admitted: what it reserved, to settle once it ends (:meth:`CapacityStore.settle`)."""
+
+    want: Want
+    entry: object
+    settled: bool = False
+
+
+class CapacityStore(Protocol):
+    """Where limiters and budget spend live: process memory or Redis, one atomic take per call."""
+
+    def peek(self, want: Want) -> Refusal | None:
+        """Why ``want`` would be refused now, without taking anything (``failover explain``)."""
+        ...
+
+    async def take(self, want: Want) -> Ticket | Refusal:
+        """Check every limit and budget of ``want`` and reserve them all, or none."""
+        ...
+
+    def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> Awaitable[None] | None:
+        """The call ended having used ``tokens`` (None: unknown, keep the reservation)
+        and cost ``cost`` dollars: give back the rest, count the spend, free its slot.
+        None when done; an awaitable when it needs a round trip (the caller awaits it)."""
+        ...
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        """Each limiter's use and each budget's spend, as this process sees them."""
+        ...

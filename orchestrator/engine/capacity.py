@@ -1,0 +1,214 @@
+"""Limits and budgets on a run: reserve before a call, settle after, skip or wait when full.
+
+A provider with ``limits`` (:class:`~orchestrator.capacity.Limits`) or a
+``budget``, or a chain with a ``budget``, has each call checked and reserved
+in one atomic step of the capacity store (the health store's, or the process's
+memory) right before it is sent: one request, its input tokens
+(:func:`~orchestrator.tokens.input_tokens_counted`) plus ``max_tokens``, and its
+cost at that size. When the call ends the reservation is settled with what its
+attempts reported (tokens and cost; a failed call that reported nothing used
+nothing). A refused call is skipped without a request (``AtCapacity``,
+``BudgetSpent``) or, for the chain's own budget, ends the run
+(``BudgetExceeded``); ``wait_for_capacity`` waits for a limit to free instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from orchestrator import events
+from orchestrator.capacity.memory import default_capacity
+from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want
+from orchestrator.capacity.values import Budget
+from orchestrator.errors import AtCapacity, BudgetExceeded, BudgetSpent, RateLimited
+from orchestrator.tokens import input_tokens_counted, load_tokenizer
+from orchestrator.units import seconds_or_none
+
+if TYPE_CHECKING:
+    from orchestrator.clock import Clock
+    from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.engine.run import Run
+    from orchestrator.types import Attempt, Request
+
+__all__ = ["Capacity", "Ticket", "admit", "every_child_full", "peek", "refused_error", "settle"]
+
+Unpriced = Literal["refuse"] | tuple[float, float]
+_COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
+_POLL = 0.01  # how often a wait for a call in flight to end looks again (seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """A chain's own capacity settings: its ``budget``, how long a call may wait for a
+    limit (``wait``, seconds; None: skip at once) and how a reply with no price counts
+    (``unpriced``: ``"refuse"`` the call, or a ``(usd_per_1M_in, usd_per_1M_out)`` price)."""
+
+    budget: Budget | None = None
+    wait: float | None = None
+    unpriced: Unpriced = "refuse"
+
+    @classmethod
+    def of(
+        cls, budget: Any, wait: float | timedelta | None, unpriced: Any, children: Any = ()
+    ) -> Capacity:
+        """The settings from ``FallbackAgent``'s keywords, validated; loads the tokenizer
+        now when a call will count tokens (a ``tpm`` limit, a budget)."""
+        counts = budget is not None or any(
+            getattr(getattr(c, "limits", None), "tpm", None) or getattr(c, "budget", None)
+            for c in children
+        )
+        if counts:
+            load_tokenizer()
+        if budget is not None and not isinstance(budget, Budget):
+            raise TypeError(f"budget: expected Budget, got {type(budget).__name__}")
+        ok = unpriced == "refuse" or (
+            isinstance(unpriced, tuple)
+            and len(unpriced) == 2
+            and all(isinstance(p, int | float) and p >= 0 for p in unpriced)
+        )
+        if not ok:
+            raise ValueError(
+                f"budget_unpriced={unpriced!r} must be 'refuse' or (usd_per_1M_in, usd_per_1M_out)"
+            )
+        return cls(budget, seconds_or_none(wait, "wait_for_capacity"), unpriced)
+
+
+def store_of(health: Any, clock: Clock) -> CapacityStore:
+    """Where limits live: the health store's capacity, or this process's memory."""
+    store: CapacityStore | None = getattr(health, "capacity", None)
+    return store if store is not None else default_capacity(clock)
+
+
+def want_of(
+    agent_name: str, rules: Capacity, provider: Any, request: Request
+) -> Want | Refusal | None:
+    """What a call to ``provider`` reserves (None: nothing to check), or the budget's
+    refusal of a provider with no price under ``budget_unpriced="refuse"``."""
+    limits = getattr(provider, "limits", None)
+    own: Budget | None = getattr(provider, "budget", None)
+    if own is None and rules.budget is None:
+        if limits is None:
+            return None
+        if not limits.tpm:  # the same every call: made once (the hot path's allocation)
+            held = _COUNTLESS.get(provider.name)
+            if held is None or held.limits is not limits:
+                held = _COUNTLESS[provider.name] = Want(provider.name, limits, 0, (), 0.0)
+            return held
+    charges = []
+    if own is not None:
+        charges.append(Charge(f"provider:{provider.name}", own, "provider"))
+    if rules.budget is not None:
+        charges.append(Charge(f"agent:{agent_name}", rules.budget, "agent"))
+    tokens = input_tokens_counted(request) if limits is not None and limits.tpm else 0
+    cost = 0.0
+    if charges:
+        price = getattr(provider, "price", None) or (
+            rules.unpriced if rules.unpriced != "refuse" else None
+        )
+        if price is None:
+            return Refusal("budget", "unpriced", None)
+        counted = tokens or input_tokens_counted(request)
+        cost = (counted * price[0] + (request.max_tokens or 0) * price[1]) / 1_000_000
+    return Want(provider.name, limits, tokens + (request.max_tokens or 0), tuple(charges), cost)
+
+
+def refused_error(name: str, refusal: Refusal) -> BaseException:
+    """The error a refused call is recorded with (the taxonomy decides what follows)."""
+    when = "" if refusal.free_in is None else f"; frees in {refusal.free_in:.3f} s"
+    if refusal.reason == "at_capacity":
+        return AtCapacity(
+            f"skipped: at its {refusal.which} limit{when}",
+            provider=name,
+            retry_after=refusal.free_in,
+        )
+    if refusal.which == "agent":
+        return BudgetExceeded(f"the chain's budget is spent{when}", provider=name)
+    if refusal.which == "unpriced":
+        return BudgetSpent("skipped: no price to count its cost against a budget", provider=name)
+    return BudgetSpent(f"skipped: its budget is spent{when}", provider=name)
+
+
+def peek(agent: FallbackAgent, provider: Any, request: Request) -> BaseException | None:
+    """Why a call would be refused now, without reserving anything (``failover explain``)."""
+    want = want_of(agent.name, agent.capacity, provider, request)
+    if want is None:
+        return None
+    if not isinstance(want, Refusal):
+        want = store_of(agent.health_store, agent.clock).peek(want)
+    return None if want is None else refused_error(provider.name, want)
+
+
+async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | None:
+    """Reserve a call to ``provider`` (a Ticket to :func:`settle`), None when nothing limits
+    it, or the error to skip it with: after waiting up to ``wait_for_capacity`` (within
+    the run's deadline) for a limit to free."""
+    agent = run.agent
+    want = want_of(agent.name, agent.capacity, provider, request)
+    if want is None:
+        return None
+    if isinstance(want, Refusal):
+        return refused_error(provider.name, want)
+    store, clock = store_of(agent.health_store, agent.clock), agent.clock
+    wait = agent.capacity.wait
+    until = None if wait is None else clock.now() + wait
+    if until is not None and run.deadline is not None:
+        until = min(until, run.deadline)
+    take_now = getattr(store, "take_now", None)  # the memory store's: no coroutine to make
+    while True:
+        got = take_now(want) if take_now is not None else await store.take(want)
+        if isinstance(got, Ticket):
+            return got
+        pause = _POLL if got.free_in is None else max(got.free_in, 1e-3)
+        if got.reason != "at_capacity" or until is None or clock.now() + pause > until:
+            return refused_error(provider.name, got)
+        events.emit(
+            "info",
+            "capacity_wait",
+            agent=agent.name,
+            child=provider.name,
+            limit=got.which,
+            wait=pause,
+        )
+        await clock.sleep(pause)
+
+
+def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
+    """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
+    an awaitable when the store needs a round trip for it (Redis)."""
+    attempts, name = run.log.attempts, ticket.want.name
+    unpriced = run.agent.capacity.unpriced
+    tokens: int | None = 0
+    cost = 0.0
+    for i in range(since, len(attempts)):
+        attempt = attempts[i]
+        if attempt.agent != name or not attempt.attempt_number:
+            continue
+        if attempt.usage is not None:
+            tokens = None if tokens is None else tokens + attempt.usage.total_tokens
+        elif attempt.ok:
+            tokens = None  # it answered without saying what it used: keep the reservation
+        cost += _cost(attempt, unpriced)
+    return store_of(run.agent.health_store, run.agent.clock).settle(ticket, tokens, cost)
+
+
+def _cost(attempt: Attempt, unpriced: Unpriced) -> float:
+    if attempt.cost_usd is not None:
+        return attempt.cost_usd
+    if attempt.usage is None or unpriced == "refuse":
+        return 0.0
+    usage = attempt.usage
+    return (usage.input_tokens * unpriced[0] + usage.output_tokens * unpriced[1]) / 1_000_000
+
+
+def every_child_full(attempts: tuple[Attempt, ...] | list[Attempt]) -> RateLimited | None:
+    """When every attempt of a failed run was a child at capacity: ``RateLimited`` with
+    ``retry_after`` the soonest any frees (None when unknown), else None."""
+    if not attempts or any(a.reason != "at_capacity" for a in attempts):
+        return None
+    frees = [getattr(a.error, "retry_after", None) for a in attempts]
+    known = [f for f in frees if f is not None]
+    soonest = min(known) if known else None
+    return RateLimited("every child is at capacity", status=None, retry_after=soonest)
