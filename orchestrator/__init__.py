@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         StepInterrupted,
         WorkflowChanged,
     )
+    from orchestrator.journal.dbos import DBOSJournal
     from orchestrator.journal.postgres import PostgresJournal
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import (
@@ -86,6 +87,7 @@ _LAZY = {
     "RunInProgress": "orchestrator.journal",
     "SQLiteJournal": "orchestrator.journal",
     "PostgresJournal": "orchestrator.journal.postgres",
+    "DBOSJournal": "orchestrator.journal.dbos",
     "StepInterrupted": "orchestrator.journal",
     "WorkflowChanged": "orchestrator.journal",
     "FallbackAgent": "orchestrator.engine.agent",
@@ -105,6 +107,7 @@ __all__ = [
     "REASONS",
     "Attempt",
     "Clock",
+    "DBOSJournal",
     "FailoverError",
     "FallbackAgent",
     "FallbackError",
