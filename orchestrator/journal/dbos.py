@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from orchestrator.journal.errors import JournalError, RunInProgress
@@ -126,15 +127,17 @@ class DBOSJournal:
         self,
         url: str,
         *,
+        keep_days: float = 30.0,
         lease: float = 30.0,
         schema_name: str = "dbos",
         wall: Callable[[], float] = time.time,
     ) -> None:
-        if lease <= 0:
-            raise ValueError("DBOSJournal.lease: must be > 0")
+        if lease <= 0 or keep_days <= 0:
+            raise ValueError("DBOSJournal: keep_days and lease must be > 0")
         if not schema_name.isidentifier():
             raise ValueError(f"DBOSJournal.schema_name: {schema_name!r} is not an identifier")
-        self.lease, self.schema_name, self._wall = lease, schema_name, wall
+        self.keep_days, self.lease, self.schema_name = keep_days, lease, schema_name
+        self._wall = wall
         # DBOS's blocking calls refuse to run on an event loop's thread: they run on this one.
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="failover-dbos")
         self._dbos = self._call(_runtime, url.removeprefix("dbos+"), schema_name)
@@ -152,6 +155,8 @@ class DBOSJournal:
             raise JournalError(f"run {run_id!r} belongs to workflow {owner!r}, not {workflow!r}")
         if holdings and holdings[-1].status == "PENDING":
             self._take_over(run_id, holdings[-1])
+        elif not holdings:
+            self._prune()
         wid = f"{run_id}{_SEP}{len(holdings) + 1}"
         records: queue.Queue[tuple[object, Any, Future[None]]] = queue.Queue()
         _HOLDS[wid] = records
@@ -185,6 +190,21 @@ class DBOSJournal:
             raise RunInProgress(run_id, describe_holder(executor), max(0.0, now - float(beat)))
         # Cancelled, DBOS never runs that holding again; its events stay readable.
         self._call(self._dbos.cancel_workflow, last.workflow_id)
+
+    def _prune(self) -> None:
+        """Retention: runs whose holdings all ended over ``keep_days`` ago are deleted from
+        DBOS (a few hundred at a time; a run in progress is kept)."""
+        cutoff = self._wall() - self.keep_days * 86400.0
+        before = datetime.fromtimestamp(cutoff, tz=timezone.utc).isoformat()
+        old = self._call(
+            lambda: self._dbos.list_workflows(
+                name=RUN_WORKFLOW, end_time=before, limit=200, load_input=False, load_output=False
+            )
+        )
+        for run_id in {h.workflow_id.rpartition(_SEP)[0] for h in old}:
+            holdings = self._holdings(run_id)
+            if all(h.status in _ENDED and (h.updated_at or 0) / 1000 < cutoff for h in holdings):
+                self._call(self._dbos.delete_workflows, [h.workflow_id for h in holdings])
 
     def _holdings(self, run_id: str, *, output: bool = False) -> list[Any]:
         found: list[Any] = self._call(
@@ -302,6 +322,7 @@ def _replace(rec: StepRecord, **changes: Any) -> StepRecord:
     return dataclasses.replace(rec, **changes)
 
 
+_ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 _STATUS = {"PENDING": "running", "ENQUEUED": "running", "SUCCESS": None, "CANCELLED": "failed"}
 
 

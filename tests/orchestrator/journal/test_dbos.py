@@ -5,7 +5,9 @@ race and recovery-by-a-second-worker tests run on it too (test_crash_process.py)
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -123,3 +125,55 @@ def test_a_step_event_of_another_shape_is_refused() -> None:
         dbos_journal._record({"step": "a"})
     with pytest.raises(JournalError, match="not readable JSON"):
         dbos_journal._record(["a", "done", "fp", 1.0, 2.0, "{not json", "", None])
+
+
+async def test_retention_deletes_runs_ended_before_keep_days(dbos_url: str) -> None:
+    old, new = f"dbos-{uuid.uuid4().hex[:8]}", f"dbos-{uuid.uuid4().hex[:8]}"
+    await review_flow(counting("p", [])).run({"diff": "1"}, run_id=old, journal=dbos_url)
+    later = DBOSJournal(dbos_url, keep_days=1, wall=lambda: time.time() + 2 * 86400)
+    await review_flow(counting("p", [])).run({"diff": "1"}, run_id=new, journal=later)
+    assert later.show_run(old) is None  # ended two days "ago": deleted when `new` was created
+    shown = later.show_run(new)
+    assert shown is not None and shown[0].status == "done"
+    later.close()
+
+
+# A worker on "another machine" (its host name patched) holds a run, records step a as
+# started, and waits to be killed.
+_OTHER_WORKER = """
+import socket, sys
+socket.gethostname = lambda: "other-machine"
+from orchestrator.journal import DBOSJournal
+j = DBOSJournal(sys.argv[1])
+j.claim(sys.argv[2], "w", "other-machine:1:aa")
+j.record_started(sys.argv[2], "a", "fp")
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_dead_workers_run_on_another_machine_is_taken_over_after_the_lease(
+    dbos_url: str,
+) -> None:
+    run_id = f"dbos-{uuid.uuid4().hex[:8]}"
+    worker = subprocess.Popen(
+        [sys.executable, "-c", _OTHER_WORKER, dbos_url, run_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == "held\n"
+    finally:
+        worker.kill()
+        worker.communicate()
+    now = [time.time()]
+    store = DBOSJournal(dbos_url, lease=30, wall=lambda: now[0])
+    with pytest.raises(RunInProgress, match=r"pid \d+ on other-machine"):
+        store.claim(run_id, "w", "me:1:bb")  # its last heartbeat is within the lease
+    now[0] += 31  # no heartbeat for a lease: the worker is gone
+    steps = store.claim(run_id, "w", "me:1:bb")
+    assert steps["a"].status == "started"  # the step it had in flight: run again
+    store.release(run_id, "me:1:bb", "done")
+    assert [h.status for h in store._holdings(run_id)] == ["CANCELLED", "SUCCESS"]
+    store.close()
