@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from orchestrator.journal.errors import JournalError, RunInProgress
@@ -195,7 +195,7 @@ class DBOSJournal:
         """Retention: runs whose holdings all ended over ``keep_days`` ago are deleted from
         DBOS (a few hundred at a time; a run in progress is kept)."""
         cutoff = self._wall() - self.keep_days * 86400.0
-        before = datetime.fromtimestamp(cutoff, tz=timezone.utc).isoformat()
+        before = datetime.fromtimestamp(cutoff, tz=UTC).isoformat()
         old = self._call(
             lambda: self._dbos.list_workflows(
                 name=RUN_WORKFLOW, end_time=before, limit=200, load_input=False, load_output=False
