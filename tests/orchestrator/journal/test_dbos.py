@@ -1,10 +1,10 @@
-"""The DBOS journal: the same workflow runs on DBOS over Postgres, a rerun sends nothing, one
-holder per run id, each holding a DBOS workflow whose names are pinned. The process-level crash,
+"""The DBOS journal: a failed run resumes in a new holding, one holder per run id, each holding
+a DBOS workflow whose names are pinned, retention, a dead worker on another machine taken over
+(a run and its rerun that sends nothing: test_postgres.py). The process-level crash,
 race and recovery-by-a-second-worker tests run on it too (test_crash_process.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -14,11 +14,12 @@ import pytest
 
 from orchestrator import Request
 from orchestrator.errors import QuotaExhausted
-from orchestrator.journal import DBOSJournal, JournalError, RunInProgress, open_journal
+from orchestrator.journal import DBOSJournal, JournalError, RunInProgress
 from orchestrator.journal import dbos as dbos_journal
 from orchestrator.workflow import WorkflowError
 from providers import FunctionProvider
 from tests.orchestrator.journal.test_journal_runs import counting, review_flow
+from tests.orchestrator.journal.test_postgres import six_workers_resume_one_run
 
 pytest.importorskip("dbos", reason="dbos not installed: pip install 'failover-orchestrator[dbos]'")
 
@@ -26,26 +27,6 @@ pytest.importorskip("dbos", reason="dbos not installed: pip install 'failover-or
 @pytest.fixture(scope="module")
 def dbos_url(postgres_url: str) -> str:
     return "dbos+" + postgres_url
-
-
-async def test_a_workflow_runs_on_dbos_and_a_rerun_sends_nothing(dbos_url: str) -> None:
-    calls: list[str] = []
-    run_id = f"dbos-{uuid.uuid4().hex[:8]}"
-    first = await review_flow(counting("p", calls)).run(
-        {"diff": "1"}, run_id=run_id, journal=dbos_url
-    )
-    again = await review_flow(counting("p", calls)).run(
-        {"diff": "1"}, run_id=run_id, journal=dbos_url
-    )
-    assert len(calls) == 3 and again["c"].text == first["c"].text == "p<C p<A 1> p<B 1>>"
-    assert again["a"].attempts == first["a"].attempts  # the journal's, not a new call's
-    store, _ = open_journal(dbos_url)
-    assert isinstance(store, DBOSJournal)
-    shown = store.show_run(run_id)
-    assert shown is not None and (shown[0].status, shown[0].workflow) == ("done", "review")
-    assert [(s.step, s.status) for s in shown[1]] == [("a", "done"), ("b", "done"), ("c", "done")]
-    assert run_id in [r.run_id for r in store.list_runs()]
-    store.close()
 
 
 async def test_a_failed_run_resumes_in_a_new_holding_with_its_done_steps(dbos_url: str) -> None:
@@ -78,33 +59,8 @@ def _broken() -> FunctionProvider:
     return FunctionProvider(fail, name="p")
 
 
-def _gated(calls: list[str], gate: asyncio.Event) -> FunctionProvider:
-    async def answer(req: Request) -> str:
-        calls.append(req.prompt)
-        await gate.wait()
-        return "ok"
-
-    return FunctionProvider(answer, name="p")
-
-
 async def test_workers_sharing_one_database_one_holds_each_run(dbos_url: str) -> None:
-    calls: list[str] = []
-    gate = asyncio.Event()
-    run_id = f"dbos-{uuid.uuid4().hex[:8]}"
-    runs = [
-        asyncio.create_task(
-            review_flow(_gated(calls, gate)).run(
-                {"diff": "1"}, run_id=run_id, journal=DBOSJournal(dbos_url)
-            )
-        )
-        for _ in range(6)
-    ]
-    for _ in range(1000):  # the holder waits at the gate; the five others are refused
-        if sum(t.done() for t in runs) >= 5:
-            break
-        await asyncio.sleep(0.01)
-    gate.set()
-    results = await asyncio.gather(*runs, return_exceptions=True)
+    results, calls = await six_workers_resume_one_run(lambda: DBOSJournal(dbos_url))
     assert sum(isinstance(r, RunInProgress) for r in results) == 5, results
     assert len(calls) == 3
 
