@@ -144,7 +144,14 @@ class DBOSJournal:
         self._held: dict[str, tuple[str, Any, dict[str, StepRecord]]] = {}
 
     def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        return self._pool.submit(fn, *args).result()
+        """``fn(*args)`` on the DBOS thread; a DBOS or database error is a JournalError
+        naming only its type (a driver's message may name the host and user)."""
+        try:
+            return self._pool.submit(fn, *args).result()
+        except JournalError:
+            raise
+        except Exception as exc:
+            raise JournalError(f"journal: dbos: {type(exc).__name__}") from None
 
     # -- claiming ------------------------------------------------------------------------
 
@@ -157,15 +164,15 @@ class DBOSJournal:
             self._take_over(run_id, holdings[-1])
         elif not holdings:
             self._prune()
+        # Every earlier holding has ended (or was cancelled above): its records are final.
+        steps = self._steps([h.workflow_id for h in holdings])
         wid = f"{run_id}{_SEP}{len(holdings) + 1}"
-        records: queue.Queue[tuple[object, Any, Future[None]]] = queue.Queue()
-        _HOLDS[wid] = records
+        _HOLDS[wid] = queue.Queue()
         try:
             handle = self._call(self._start, wid, run_id, workflow, holder)
         except BaseException:
             del _HOLDS[wid]
             raise
-        steps = self._steps([h.workflow_id for h in holdings])
         self._held[run_id] = (wid, handle, {s.step: s for s in steps})
         self.renew(run_id, holder)
         return dict(self._held[run_id][2])
@@ -184,8 +191,10 @@ class DBOSJournal:
         """``last`` is still PENDING: refused while its executor lives, else cancelled."""
         executor = str(last.executor_id or "")
         beat = self._call(self._dbos.get_event, last.workflow_id, _BEAT_KEY, 0)
+        if not isinstance(beat, int | float):  # started, its first heartbeat not yet written
+            beat = (last.created_at or 0) / 1000
         now = self._wall()
-        fresh = isinstance(beat, int | float) and now - beat < self.lease
+        fresh = now - beat < self.lease
         if fresh and alive_here(executor) is not False:
             raise RunInProgress(run_id, describe_holder(executor), max(0.0, now - float(beat)))
         # Cancelled, DBOS never runs that holding again; its events stay readable.
@@ -231,7 +240,12 @@ class DBOSJournal:
         wid, _, _ = self._held[run_id]
         done: Future[None] = Future()
         _HOLDS[wid].put((key, value, done))
-        done.result()  # written durably before the run goes on
+        try:
+            done.result()  # written durably before the run goes on
+        except Exception as exc:
+            raise JournalError(
+                f"journal: dbos: {type(exc).__name__} writing to run {run_id!r}"
+            ) from None
 
     def _put(self, run_id: str, rec: StepRecord) -> None:
         self._held[run_id][2][rec.step] = rec

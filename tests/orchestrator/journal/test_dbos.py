@@ -133,3 +133,16 @@ def test_a_dead_workers_run_on_another_machine_is_taken_over_after_the_lease(
     store.release(run_id, "me:1:bb", "done")
     assert [h.status for h in store._holdings(run_id)] == ["CANCELLED", "SUCCESS"]
     store.close()
+
+
+def test_a_bad_url_says_so_without_its_password() -> None:
+    # In a process of its own: DBOS launches once per process.
+    code = (
+        "from orchestrator.journal import DBOSJournal, JournalError\n"
+        "try:\n    DBOSJournal('postgresql://u:hunter2@127.0.0.1:1/db')\n"
+        "except JournalError as e:\n    print(e, e.__cause__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("journal: dbos: OperationalError: cannot connect"), done
+    assert done.stdout.endswith(" None\n")  # no cause chained
+    assert "hunter2" not in done.stdout + done.stderr
