@@ -5,6 +5,7 @@ race and recovery-by-a-second-worker tests run on it too (test_crash_process.py)
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from orchestrator import Request
 from orchestrator.errors import QuotaExhausted
 from orchestrator.journal import DBOSJournal, JournalError, RunInProgress
 from orchestrator.journal import dbos as dbos_journal
-from orchestrator.workflow import WorkflowError
+from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
 from tests.orchestrator.journal.test_journal_runs import counting, review_flow
 from tests.orchestrator.journal.test_postgres import six_workers_resume_one_run
@@ -146,3 +147,38 @@ def test_a_bad_url_says_so_without_its_password() -> None:
     assert done.stdout.startswith("journal: dbos: OperationalError: cannot connect"), done
     assert done.stdout.endswith(" None\n")  # no cause chained
     assert "hunter2" not in done.stdout + done.stderr
+
+
+async def test_a_parallel_group_with_a_limit_resumes_whatever_order_its_steps_ended_in(
+    dbos_url: str,
+) -> None:
+    # Steps end in an order set by their delays, not by their place: DBOS replaying by
+    # call order would hand one step another's result; records keyed by name cannot.
+    calls: list[str] = []
+    delays = {"s0": 3, "s1": 0, "s2": 2, "s3": 1}
+
+    async def answer(req: Request) -> str:
+        calls.append(req.prompt)
+        if req.prompt == "boom":
+            raise QuotaExhausted("no quota", provider="p")
+        for _ in range(delays.get(req.prompt, 0)):
+            await asyncio.sleep(0)
+        return f"<{req.prompt}>"
+
+    p = FunctionProvider(answer, name="p")
+
+    def flow(last: str) -> Workflow:
+        steps = [Step(name, p, prompt=name) for name in delays]
+        return Workflow(
+            Phase("Many", Parallel(*steps, limit=2)),
+            Phase("Last", Step("z", p, prompt=last)),
+            name="many",
+        )
+
+    run_id = f"dbos-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(WorkflowError):
+        await flow("boom").run({}, run_id=run_id, journal=dbos_url)
+    calls.clear()
+    out = await flow("zz").run({}, run_id=run_id, journal=dbos_url)  # z failed: sent again
+    assert calls == ["zz"]
+    assert {name: out[name].text for name in delays} == {n: f"<{n}>" for n in delays}
