@@ -117,10 +117,11 @@ class DBOSJournal:
     """A journal on DBOS, over a Postgres database shared by workers on many machines.
 
     ``DBOSJournal("postgresql://user@host/db")`` (or ``journal="dbos+postgresql://..."``).
-    Use it where DBOS already runs your services, or to see runs in DBOS's tools;
-    :class:`~orchestrator.journal.postgres.PostgresJournal` does the same with one
-    small transaction per record and no engine. One DBOS per process: every
-    ``DBOSJournal`` in a process uses the same database.
+    Use it to keep runs where DBOS's tools see them (a Postgres your services already
+    run DBOS on); :class:`~orchestrator.journal.postgres.PostgresJournal` does the same
+    with one small transaction per record and no engine. DBOS is one per process: every
+    ``DBOSJournal`` in a process uses the same database, and a process that launched
+    its own DBOS application cannot also host one.
     """
 
     def __init__(
@@ -178,13 +179,12 @@ class DBOSJournal:
         return dict(self._held[run_id][2])
 
     def _start(self, wid: str, run_id: str, workflow: str, holder: str) -> Any:
-        from dbos import SetWorkflowID
-        from dbos._error import DBOSWorkflowIDInUseError
+        from dbos import SetWorkflowID, error
 
         try:
             with SetWorkflowID(wid, workflow_id_reuse_policy="reject"):
                 return self._dbos.start_workflow(_RUNTIME["run"], run_id, workflow, holder)
-        except DBOSWorkflowIDInUseError:
+        except error.DBOSWorkflowIDInUseError:
             raise RunInProgress(run_id, "another worker", 0.0) from None
 
     def _take_over(self, run_id: str, last: Any) -> None:
