@@ -5,8 +5,10 @@ only the engine's cost is left): no journal; our SQLite journal (one file, WAL,
 each step's started and done records committed before the next step; the default
 synchronous=NORMAL, and durable=True's FULL, an fsync per record); DBOS on SQLite
 (each step a ``@DBOS.step`` in a ``@DBOS.workflow``, its output checkpointed by
-DBOS). Also: the cold import of each engine in a fresh interpreter, and four
-processes claiming one run id at once (exactly one must win).
+DBOS). With ``--postgres``: PostgresJournal, and DBOSJournal (each record a DBOS
+event of the run's held workflow) on the same database. Also: the cold import of
+each engine in a fresh interpreter, and four processes claiming one run id at once
+(exactly one must win).
 
     python bench/journal.py [--steps 200] [--no-dbos] [--postgres postgresql://...]
 """
@@ -138,6 +140,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
+        try:
+            import dbos  # noqa: F401
+        except ImportError:
+            print("DBOS: not installed (pip install dbos), not measured")
+            args.no_dbos = True
         bare = per_step_ms(args.steps, None)
         ours = per_step_ms(args.steps, where / "journal.db")
         full = per_step_ms(args.steps, SQLiteJournal(where / "full.db", durable=True))
@@ -150,11 +157,11 @@ def main() -> None:
 
             pg = per_step_ms(args.steps, PostgresJournal(args.postgres))
             print(f"per step, Postgres journal:  {pg:.3f} ms (+{pg - bare:.3f} ms)")
-        try:
-            import dbos  # noqa: F401
-        except ImportError:
-            print("DBOS: not installed (pip install dbos), not measured")
-            args.no_dbos = True
+            if not args.no_dbos:
+                from orchestrator.journal.dbos import DBOSJournal
+
+                on_dbos = per_step_ms(args.steps, DBOSJournal(args.postgres))
+                print(f"per step, DBOS journal (PG): {on_dbos:.3f} ms (+{on_dbos - bare:.3f} ms)")
         if not args.no_dbos:
             print(f"per step, DBOS on SQLite:    {dbos_per_step_ms(args.steps, where):.3f} ms")
             print(f"import dbos:                 {import_ms('dbos'):.0f} ms")

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         StepInterrupted,
         WorkflowChanged,
     )
+    from orchestrator.journal.dbos import DBOSJournal
     from orchestrator.journal.postgres import PostgresJournal
     from orchestrator.policy import RetryPolicy
     from orchestrator.routing.split import Split
@@ -90,6 +91,7 @@ _LAZY = {
     "RunInProgress": "orchestrator.journal",
     "SQLiteJournal": "orchestrator.journal",
     "PostgresJournal": "orchestrator.journal.postgres",
+    "DBOSJournal": "orchestrator.journal.dbos",
     "StepInterrupted": "orchestrator.journal",
     "WorkflowChanged": "orchestrator.journal",
     "FallbackAgent": "orchestrator.engine.agent",
@@ -111,6 +113,7 @@ __all__ = [
     "Attempt",
     "Budget",
     "Clock",
+    "DBOSJournal",
     "FailoverError",
     "FallbackAgent",
     "FallbackError",

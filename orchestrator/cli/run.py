@@ -76,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     durable.add_argument(
         "--journal",
-        help="journal path, sqlite:///PATH or postgresql://... (default: the chain file's "
+        help="journal path, sqlite:///PATH, postgresql://... or dbos+postgresql://... "
+        "(default: the chain file's "
         "journal:, else .failover/journal.db)",
     )
     durable.add_argument(

@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", help="the run to show")
     parser.add_argument(
         "--journal",
-        help="journal path, sqlite:///PATH or postgresql://... (default .failover/journal.db)",
+        help="journal path, sqlite:///PATH, postgresql://... or dbos+postgresql://... "
+        "(default .failover/journal.db)",
     )
     parser.add_argument("--limit", type=int, default=50, help="list at most this many runs")
     parser.add_argument("--json", action="store_true", help="print JSON")

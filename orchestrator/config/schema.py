@@ -147,7 +147,7 @@ class FileSpec(Spec):
     workflows: dict[Name, WorkflowSpec] = Field(default_factory=dict)
     gateway: GatewaySpec | None = None
     #: Where the workflows journal their runs (``failover run --run-id``): a path (relative
-    #: to this file), ``sqlite:///PATH`` or ``postgresql://...``.
+    #: to this file), ``sqlite:///PATH``, ``postgresql://...`` or ``dbos+postgresql://...``.
     journal: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
 
 

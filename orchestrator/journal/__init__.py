@@ -5,8 +5,9 @@ claims the run, records each step as ``started`` before its provider call and as
 ``done`` with its Result before any step that depends on it, and a rerun of the
 same id returns those Results without a request. The embedded default is one
 SQLite file (:class:`SQLiteJournal`); ``postgresql://...`` is shared by many workers
-on many machines (:class:`PostgresJournal`, the ``postgres`` extra). Any other
-engine (Temporal, DBOS) implements :class:`Journal`.
+on many machines (:class:`PostgresJournal`, the ``postgres`` extra), and
+``dbos+postgresql://...`` the same on DBOS (:class:`DBOSJournal`, the ``dbos``
+extra). Any other engine (Temporal) implements :class:`Journal`.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from orchestrator.journal.sqlite import SQLiteJournal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from orchestrator.journal.dbos import DBOSJournal
     from orchestrator.journal.postgres import PostgresJournal
 
 __all__ = [
+    "DBOSJournal",
     "DEFAULT_JOURNAL",
     "Journal",
     "JournalError",
@@ -45,9 +48,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # PostgresJournal loads on first use: psycopg is an optional extra.
+    # PostgresJournal and DBOSJournal load on first use: psycopg and dbos are optional extras.
     if name == "PostgresJournal":
         from orchestrator.journal.postgres import PostgresJournal
 
         return PostgresJournal
+    if name == "DBOSJournal":
+        from orchestrator.journal.dbos import DBOSJournal
+
+        return DBOSJournal
     raise AttributeError(f"module 'orchestrator.journal' has no attribute {name!r}")

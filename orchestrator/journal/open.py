@@ -1,4 +1,5 @@
-"""``journal=``: a path, a ``sqlite:///`` URL, a ``postgresql://`` URL, or a backend object."""
+"""``journal=``: a path, a ``sqlite:///`` URL, a ``postgresql://`` or ``dbos+postgresql://``
+URL, or a backend object."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ DEFAULT_JOURNAL = ".failover/journal.db"
 JournalSpec: TypeAlias = "str | os.PathLike[str] | Journal"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}")
 _POSTGRES = ("postgresql://", "postgres://", "postgresql+")
+_DBOS = ("dbos+postgresql://", "dbos+postgres://")
 
 
 def check_run_id(run_id: object) -> str:
@@ -37,13 +39,18 @@ def open_journal(spec: JournalSpec) -> tuple[Journal, bool]:
     """The backend ``spec`` names, and whether the caller opened it (and so closes it).
 
     A backend object is used as given; ``postgresql://...`` opens Postgres (the
-    ``postgres`` extra); ``sqlite:///PATH`` or a plain path the SQLite file.
+    ``postgres`` extra), ``dbos+postgresql://...`` DBOS on Postgres (the ``dbos``
+    extra); ``sqlite:///PATH`` or a plain path the SQLite file.
     """
     if isinstance(spec, Journal):
         return spec, False
     if not isinstance(spec, str | os.PathLike):
         raise TypeError(f"journal: expected a path, a URL or a Journal, got {type(spec).__name__}")
     text = os.fspath(spec)
+    if text.startswith(_DBOS):
+        from orchestrator.journal.dbos import DBOSJournal
+
+        return DBOSJournal(text), True
     if text.startswith(_POSTGRES):
         from orchestrator.journal.postgres import PostgresJournal
 
@@ -54,7 +61,8 @@ def open_journal(spec: JournalSpec) -> tuple[Journal, bool]:
         # The URL may hold a password: name only its scheme.
         scheme = text.partition("://")[0][:20]
         raise JournalError(
-            f"journal: {scheme}:// is not a journal; use a path, sqlite:///PATH or postgresql://..."
+            f"journal: {scheme}:// is not a journal; use a path, sqlite:///PATH, postgresql://... "
+            "or dbos+postgresql://..."
         )
     from orchestrator.journal.sqlite import SQLiteJournal
 

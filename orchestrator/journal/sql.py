@@ -23,7 +23,15 @@ from typing import Any
 from orchestrator.journal.errors import JournalError, RunInProgress
 from orchestrator.journal.records import MAX_RECORD_CHARS, RunRecord, StepRecord, dumps
 
-__all__ = ["SCHEMA_VERSION", "SQLJournal", "holder_id", "schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SQLJournal",
+    "alive_here",
+    "describe_holder",
+    "holder_id",
+    "schema",
+    "step_from_row",
+]
 
 SCHEMA_VERSION = 1
 _STEP_COLUMNS = "step, status, fingerprint, started_at, finished_at, result, partial, error"
@@ -49,7 +57,7 @@ def holder_id() -> str:
     return f"{socket.gethostname()[:64]}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
-def _alive_here(holder: str) -> bool | None:
+def alive_here(holder: str) -> bool | None:
     """Whether a holder on this machine still runs; ``None`` for another machine's."""
     parts = holder.split(":")
     if len(parts) < 3 or ":".join(parts[:-2]) != socket.gethostname()[:64]:
@@ -63,7 +71,7 @@ def _alive_here(holder: str) -> bool | None:
     return True
 
 
-def _describe(holder: str) -> str:
+def describe_holder(holder: str) -> str:
     parts = holder.split(":")
     return f"pid {parts[-2]} on {':'.join(parts[:-2])}" if len(parts) >= 3 else "another holder"
 
@@ -108,7 +116,7 @@ class SQLJournal:
                         f"run {run_id!r} belongs to workflow {row[0]!r}, not {workflow!r}"
                     )
                 if row[1] is not None and row[1] != holder and self._held(row[1], row[2], now):
-                    raise RunInProgress(run_id, _describe(row[1]), max(0.0, now - row[2]))
+                    raise RunInProgress(run_id, describe_holder(row[1]), max(0.0, now - row[2]))
                 self._execute(
                     "UPDATE runs SET holder=?, heartbeat_at=?, status='running', updated_at=? "
                     "WHERE run_id=?",
@@ -121,7 +129,7 @@ class SQLJournal:
         """A live claim: renewed within ``lease``, by a process that (on this machine)
         still exists; a SIGKILLed holder on this machine is free at once."""
         fresh = beat is not None and now - beat < self.lease
-        return fresh and _alive_here(holder) is not False
+        return fresh and alive_here(holder) is not False
 
     def _prune(self, now: float) -> None:
         """Retention: finished runs older than ``keep_days``, and the oldest beyond
@@ -196,10 +204,10 @@ class SQLJournal:
             f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id=? ORDER BY started_at, step",
             (run_id,),
         ).fetchall()
-        return [_step(r) for r in rows]
+        return [step_from_row(r) for r in rows]
 
 
-def _step(row: Sequence[Any]) -> StepRecord:
+def step_from_row(row: Sequence[Any]) -> StepRecord:
     """A steps row as a record; a stored result that is too large or not JSON is refused."""
     step, status, fp, started, finished, result, partial, error = row
     data = None

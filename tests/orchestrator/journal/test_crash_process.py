@@ -2,8 +2,9 @@
 flight, then run again: no completed step is sent again and the result equals an
 uninterrupted run's; two processes racing to resume one run id: exactly one wins, the
 other is refused at once (exit 1, "being run by another process"), having sent nothing.
-Each on the SQLite file and on Postgres (a throwaway cluster; skipped without Postgres): there
-the second process is a second worker recovering the first one's run."""
+Each on the SQLite file, on Postgres and on DBOS over Postgres (a throwaway cluster; skipped
+without Postgres or dbos): there the second process is a second worker recovering the first
+one's run."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def _wait(what: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "dbos"])
 def setup(
     request: pytest.FixtureRequest, tmp_path: Path, simulated_server: SimulatedServer
 ) -> tuple[list[str], dict[str, str], SimulatedServer]:
@@ -75,9 +76,12 @@ def setup(
         "--journal",
         str(tmp_path / "journal.db"),
     ]
-    if request.param == "postgres":
+    if request.param in ("postgres", "dbos"):
         cmd[-1] = request.getfixturevalue("postgres_url")
         # One database for the session: the run ids below are unique per test.
+    if request.param == "dbos":
+        pytest.importorskip("dbos", reason="dbos not installed: pip install '.[dbos]'")
+        cmd[-1] = "dbos+" + cmd[-1]
     return cmd, env, simulated_server
 
 
