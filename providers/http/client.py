@@ -38,8 +38,7 @@ from collections.abc import AsyncGenerator
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Self
 
-from providers.http.httpx_transport import HttpxTransport
-from providers.http.transport import (
+from providers.http.transports import (
     AiohttpTransport,
     RawReply,
     StreamReply,
@@ -47,11 +46,12 @@ from providers.http.transport import (
     TransportError,
     to_transport,
 )
+from providers.http.transports.httpx import HttpxTransport
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from providers.http.reqwest_transport import ReqwestTransport
+    from providers.http.transports.reqwest import ReqwestTransport
 
     _Pooled: TypeAlias = AiohttpTransport | ReqwestTransport
 
@@ -133,7 +133,7 @@ def open_transport(kind: str = "aiohttp") -> _Pooled:
     """
     env_proxy = any(os.environ.get(v) for v in _PROXY_VARS)
     if kind == "reqwest":
-        from providers.http.reqwest_transport import open_reqwest
+        from providers.http.transports.reqwest import open_reqwest
 
         return open_reqwest(pool_size=POOL_SIZE, env_proxy=env_proxy)
     import aiohttp
@@ -170,7 +170,7 @@ def preload_transport(kind: str = "aiohttp") -> None:
     A missing pyreqwest is an ``ImportError`` naming the ``[fast]`` extra.
     """
     if kind == "reqwest":
-        from providers.http.reqwest_transport import import_pyreqwest
+        from providers.http.transports.reqwest import import_pyreqwest
 
         import_pyreqwest()
         return

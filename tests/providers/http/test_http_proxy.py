@@ -86,7 +86,7 @@ async def test_the_proxy_gets_the_request_and_its_login(monkeypatch: pytest.Monk
     # the login as Proxy-Authorization (from the proxy URL: no deprecated proxy_auth=).
     from aiohttp import web
 
-    from providers.http.transport import AiohttpTransport
+    from providers.http.transports import AiohttpTransport
 
     seen: list[tuple[str, str | None]] = []
 

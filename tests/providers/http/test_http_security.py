@@ -29,7 +29,7 @@ from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.http.proxy import ProxyRefused, ProxyRoutes
-from providers.http.transport import _as_transport_error
+from providers.http.transports.base import as_transport_error
 from providers.openai import OpenAIChat
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -264,7 +264,7 @@ def test_repr_hides_url_credentials() -> None:
 def test_transport_error_messages_redact_urls() -> None:
     url = "http://user:pw-s3cr3t@127.0.0.1:1/hook?token=HOOKSECRET42"
     exc = RuntimeError(f"failed: url='{url}' (token HOOKSECRET42)")
-    err = _as_transport_error(exc, url)
+    err = as_transport_error(exc, url)
     assert "HOOKSECRET42" not in str(err) and "pw-s3cr3t" not in str(err)
     assert "http://127.0.0.1:1/hook" in str(err)
 
@@ -364,7 +364,7 @@ def test_plain_http_proxy_refuses_credentials_to_an_http_target(
     routes = ProxyRoutes()
     with pytest.raises(ProxyRefused, match="NO_PROXY") as info:
         routes.checked("http://gw.corp.invalid/v1", {"x-api-key": "k"})
-    assert _as_transport_error(info.value, "http://gw.corp.invalid/v1").refused
+    assert as_transport_error(info.value, "http://gw.corp.invalid/v1").refused
     with pytest.raises(ProxyRefused):
         routes.checked("http://u:p@gw.corp.invalid/v1", {})
     proxy, clear = routes.checked("http://gw.corp.invalid/v1", {"accept": "*/*"})

@@ -340,7 +340,7 @@ def test_pyreqwest_is_imported_only_when_chosen() -> None:
 async def test_an_entered_provider_opens_and_closes_its_own_reqwest_pool(
     sim: SimulatedServer,
 ) -> None:
-    from providers.http.reqwest_transport import ReqwestTransport
+    from providers.http.transports.reqwest import ReqwestTransport
 
     provider = OpenAIChat("m", base_url=sim.openai_url, api_key="k", transport="reqwest")
     async with provider:

@@ -1,11 +1,11 @@
-"""The :class:`~providers.http.transport.Transport` over pyreqwest (Rust's reqwest), the
+"""The :class:`~providers.http.transports.Transport` over pyreqwest (Rust's reqwest), the
 optional ``[fast]`` extra, chosen with ``transport="reqwest"`` on any HTTP provider.
 
 It behaves as the aiohttp transport does: no redirects followed, reqwest's own
 decompression off (:mod:`providers.http.body` decodes, counts and caps the raw
 bytes), ``timeout`` bounds the whole exchange, streams included (reqwest's
 per-request total timeout, kept in Rust), TLS certificates verified, proxies from
-the environment decided per URL by :class:`~providers.http.transport.ProxyRoutes`
+the environment decided per URL by :class:`~providers.http.proxy.ProxyRoutes`
 (loopback never proxied, credentials never sent through a plain-http proxy hop),
 and every failure raised as a ``TransportError``.
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from providers.http.body import BodyTooLarge, asking_gzip, read_bounded
 from providers.http.proxy import ProxyRoutes
-from providers.http.transport import LibraryStream, PooledTransport
+from providers.http.transports.base import LibraryStream, PooledTransport
 
 if TYPE_CHECKING:
     from pyreqwest.client import Client
@@ -77,7 +77,7 @@ class _ReqwestStream(LibraryStream):
 
 
 class ReqwestTransport(PooledTransport):
-    """:class:`~providers.http.transport.Transport` over a ``pyreqwest.client.Client``
+    """:class:`~providers.http.transports.Transport` over a ``pyreqwest.client.Client``
     (closed by :meth:`aclose` if owned); ``routes`` when built with a proxy variable set."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The :class:`~providers.http.transport.Transport` over a user's own ``httpx.AsyncClient``.
+"""The :class:`~providers.http.transports.Transport` over a user's own ``httpx.AsyncClient``.
 
 Given as ``client=``, the client is used as it is (its proxies, its pool, its
 TLS settings) and never closed here. Bodies are bounded as with the default
@@ -19,7 +19,7 @@ from providers.http.body import (
     asking_gzip,
     bounded_chunks,
 )
-from providers.http.transport import ReadingBody, StreamReply, Transport, _as_transport_error
+from providers.http.transports.base import ReadingBody, StreamReply, Transport, as_transport_error
 
 if TYPE_CHECKING:
     import httpx
@@ -83,7 +83,7 @@ class HttpxTransport(Transport):
             async with asyncio.timeout_at(deadline):
                 resp = await self._client.send(request, stream=True, follow_redirects=False)
         except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
+            raise as_transport_error(exc, url) from exc
         try:
             yield _HttpxStream(resp, url, max_bytes, deadline)
         finally:

@@ -1,12 +1,12 @@
-"""The :class:`Transport` interface, what the pooled transports share, and aiohttp's.
+"""The :class:`Transport` interface and what the transports share.
 
 A transport does one POST, whole or streamed, and raises :class:`TransportError`
 on any failure below HTTP; it never retries and never follows a redirect (a
 3xx is returned, so headers carrying keys never reach another origin). Error
 messages show URLs without user info or query. :mod:`providers.http.client`
-owns the shared, pooled instances: aiohttp's (here) and reqwest's
-(:mod:`providers.http.reqwest_transport`), both a :class:`PooledTransport`; a
-user's httpx client is adapted by :mod:`providers.http.httpx_transport`.
+owns the shared, pooled instances: aiohttp's (:mod:`.aiohttp`) and reqwest's
+(:mod:`.reqwest`), both a :class:`PooledTransport`; a user's httpx client is
+adapted by :mod:`.httpx`.
 
 Bodies are bounded the same way in every adapter: the libraries' own
 decompression is off, and :mod:`providers.http.body` decodes, counts and caps the
@@ -26,24 +26,23 @@ from orchestrator.secrets import redact_urls, scrub, url_secrets
 from providers.http.body import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BodyTooLarge,
-    aiohttp_body,
-    asking_gzip,
     bounded_chunks,
 )
-from providers.http.proxy import ProxyRefused, ProxyRoutes
+from providers.http.proxy import ProxyRefused
 
 if TYPE_CHECKING:
-    import aiohttp
+    pass
+
 
 __all__ = [
-    "AiohttpTransport",
     "LibraryStream",
     "PooledTransport",
     "RawReply",
+    "ReadingBody",
     "StreamReply",
     "Transport",
     "TransportError",
-    "to_transport",
+    "as_transport_error",
 ]
 
 
@@ -167,7 +166,7 @@ class PooledTransport:
         except BodyTooLarge:
             raise
         except Exception as exc:
-            raise _as_transport_error(exc, url) from exc
+            raise as_transport_error(exc, url) from exc
 
     @asynccontextmanager
     async def stream(
@@ -182,7 +181,7 @@ class PooledTransport:
             request = self._open(url, headers, body, timeout, whole=False)
             resp = await request.__aenter__()
         except Exception as exc:
-            raise _as_transport_error(exc, url, after_headers=self._in_body(exc)) from exc
+            raise as_transport_error(exc, url, after_headers=self._in_body(exc)) from exc
         try:
             yield self._reply(resp, url, max_bytes)
         finally:
@@ -231,17 +230,6 @@ class LibraryStream:
                 yield data
 
 
-class _AiohttpStream(LibraryStream):
-    __slots__ = ()
-
-    async def _whole(self) -> bytes:
-        return await aiohttp_body(self._resp, self._max_bytes)
-
-    def _raw(self) -> AsyncIterator[bytes]:
-        raw: AsyncIterator[bytes] = self._resp.content.iter_any()
-        return raw
-
-
 class ReadingBody:
     """``with ReadingBody(url):`` around reading a reply whose headers arrived: any
     failure but ``BodyTooLarge`` (raised as is) becomes a ``TransportError`` with
@@ -257,10 +245,10 @@ class ReadingBody:
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if isinstance(exc, Exception) and not isinstance(exc, BodyTooLarge):
-            raise _as_transport_error(exc, self._url, after_headers=True) from exc
+            raise as_transport_error(exc, self._url, after_headers=True) from exc
 
 
-def _as_transport_error(exc: Exception, url: str, *, after_headers: bool = False) -> TransportError:
+def as_transport_error(exc: Exception, url: str, *, after_headers: bool = False) -> TransportError:
     """Any library or OS failure of one exchange as a :class:`TransportError`.
 
     The message shows URLs without user info or query, and masks the
@@ -288,90 +276,3 @@ def _described(exc: Exception) -> str:
         return str(exc)
     causes = [c.get("message", "") for c in details.get("causes") or [] if isinstance(c, dict)]
     return "; ".join([str(exc.message), *causes[-2:]])  # type: ignore[attr-defined]
-
-
-class AiohttpTransport(PooledTransport):
-    """:class:`Transport` over an ``aiohttp.ClientSession`` (closed by :meth:`aclose` if owned).
-
-    ``env_proxy=True`` (the shared client, when a proxy variable is set) routes
-    each URL through the environment's proxy, decided once per URL: loopback
-    targets are never proxied, and a request carrying credentials is refused
-    rather than sent in clear text through a plain-http proxy to an http target.
-    """
-
-    def __init__(
-        self, session: aiohttp.ClientSession, *, owned: bool = False, env_proxy: bool = False
-    ) -> None:
-        self._session = session
-        self._owned = owned
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
-        self._routes = ProxyRoutes() if env_proxy else None
-
-    def _close_detached(self) -> None:
-        """Close the session of an event loop already closed (no await possible; best effort).
-
-        With the loop closed, aiohttp only marks the session and connector closed (so
-        they do not warn when collected); their sockets close when collected.
-        """
-        coro = self._session.close()
-        try:
-            coro.send(None)
-        except StopIteration:
-            return
-        except Exception:
-            return
-        coro.close()
-
-    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
-        # ``total`` bounds the whole exchange, body included: a stream that drips a
-        # keep-alive forever ends at ``seconds`` like a whole reply does.
-        timeout = self._timeouts.get(seconds)
-        if timeout is None:
-            import aiohttp
-
-            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(total=seconds)
-        return timeout
-
-    def _open(
-        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
-    ) -> Any:
-        """The POST as aiohttp sends it for ``post`` and ``stream`` alike: no redirects, no
-        decompression (:mod:`providers.http.body` bounds it)."""
-        proxy = None if self._routes is None else self._routes.checked(url, headers).proxy
-        return self._session.post(
-            url,
-            data=body,
-            headers=asking_gzip(headers),
-            timeout=self._timeout(timeout),
-            allow_redirects=False,
-            proxy=proxy,
-            auto_decompress=False,
-        )
-
-    def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
-        return _AiohttpStream(resp, url, max_bytes)
-
-    async def _end(self, request: Any, resp: Any) -> None:
-        resp.close()  # not released to the pool: a stream may stop before its end
-
-    async def aclose(self) -> None:
-        if self._owned:
-            await self._session.close()
-
-
-def to_transport(client: Any) -> Transport:
-    """Adapt ``client=`` (an aiohttp session, an httpx client or a Transport) for providers."""
-    aiohttp_mod = sys.modules.get("aiohttp")
-    if aiohttp_mod is not None and isinstance(client, aiohttp_mod.ClientSession):
-        return AiohttpTransport(client)
-    httpx_mod = sys.modules.get("httpx")
-    if httpx_mod is not None and isinstance(client, httpx_mod.AsyncClient):
-        from providers.http.httpx_transport import HttpxTransport
-
-        return HttpxTransport(client)
-    if isinstance(client, Transport):
-        return client
-    raise TypeError(
-        f"client: expected an httpx.AsyncClient, an aiohttp.ClientSession or a Transport, "
-        f"got {type(client).__name__}"
-    )
