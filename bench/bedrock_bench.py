@@ -22,7 +22,7 @@ from providers_bench import Sim, Tally, batch
 
 from orchestrator import FallbackAgent
 from providers import BedrockConverse, OpenAIChat
-from providers.simulated.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
+from providers.simulator.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
 
 KEY = "sk-bench-not-a-real-key"
 

@@ -115,7 +115,7 @@ class Sim:
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "providers.simulated", "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "providers.simulator", "--port", str(self.port)]
         self.proc = subprocess.Popen(["taskset", "-c", "1", *cmd], stdout=subprocess.DEVNULL)
         wait_http(self.url + "/_sim/counts")
 

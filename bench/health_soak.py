@@ -1,6 +1,6 @@
 """Health soak: does a health store ever make availability worse? Three scenarios, real HTTP.
 
-One simulated provider server (``providers.simulated``) runs in its own process on
+One simulated provider server (``providers.simulator``) runs in its own process on
 loopback; this process runs the clients. Two providers, both real HTTP clients:
 ``OpenAIChat`` on the simulator's ``openai`` route (primary) and
 ``AnthropicMessages`` on its ``anthropic`` route (secondary). Every call is one

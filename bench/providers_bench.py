@@ -56,7 +56,7 @@ class Sim:
     def __init__(self) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "providers.simulated", "--port", str(self.port)],
+            [sys.executable, "-m", "providers.simulator", "--port", str(self.port)],
             stdout=subprocess.DEVNULL,
         )
         self.url = f"http://127.0.0.1:{self.port}"

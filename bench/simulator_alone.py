@@ -1,6 +1,6 @@
 """How fast is the simulated provider server on its own?
 
-Starts ``python -m providers.simulated`` in a child process (``providers_bench.Sim``) (so the
+Starts ``python -m providers.simulator`` in a child process (``providers_bench.Sim``) (so the
 client's CPU and the server's are measured apart) and drives it with a plain
 ``aiohttp.ClientSession`` loop: sequential calls, then bursts of 200 concurrent
 calls, on the OpenAI JSON route and the OpenAI SSE route. Prints calls/s,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orchestrator.cli import main as failover
 from orchestrator.config import load_config
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 HERE = Path(__file__).resolve().parent
 VENDORS = {  # env key -> (base-url env var, simulator route)

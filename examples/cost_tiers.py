@@ -17,7 +17,7 @@ from typing import Any
 
 from orchestrator import FallbackAgent, Result
 from providers import AnthropicMessages, OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 
 def endpoint(env_key: str, sim_url: str) -> dict[str, Any]:

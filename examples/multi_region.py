@@ -18,7 +18,7 @@ from typing import Any
 
 from orchestrator import FallbackAgent
 from providers import AnthropicMessages, OpenAIChat
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 
 def closed_port() -> int:

@@ -18,7 +18,7 @@ from typing import Any
 from orchestrator import FallbackAgent
 from orchestrator.workflow import Parallel, Phase, Step, Workflow
 from providers import AnthropicMessages, GeminiGenerate, OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 DIFF = "def upload(f):\n-    put(f)\n+    for _ in range(3):\n+        put(f)"
 

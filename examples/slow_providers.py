@@ -20,7 +20,7 @@ import time
 
 from orchestrator import FallbackAgent
 from providers import AnthropicMessages, Fault, OpenAIChat
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 
 async def main() -> None:

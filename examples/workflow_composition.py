@@ -20,7 +20,7 @@ from orchestrator import FallbackAgent, Request
 from orchestrator.errors import QuotaExhausted
 from orchestrator.workflow import Parallel, Phase, Step, Workflow
 from providers import AnthropicMessages, FunctionProvider, OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 
 def endpoint(env_key: str, sim_url: str) -> dict[str, Any]:

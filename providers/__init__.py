@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from providers.generic_http import HTTPFallback
     from providers.http.client import close_shared_client, shared_client
     from providers.openai import OpenAIChat
-    from providers.simulated import BenchmarkFault, Fault, SimulatedServer
+    from providers.simulator import BenchmarkFault, Fault, SimulatedServer
     from providers.vertex import VertexAnthropic, VertexGemini
 
 _LAZY = {
@@ -39,9 +39,9 @@ _LAZY = {
     "ClaudeCode": "providers.cli",
     "Codex": "providers.cli",
     "GeminiCLI": "providers.cli",
-    "SimulatedServer": "providers.simulated",
-    "Fault": "providers.simulated",
-    "BenchmarkFault": "providers.simulated",
+    "SimulatedServer": "providers.simulator",
+    "Fault": "providers.simulator",
+    "BenchmarkFault": "providers.simulator",
 }
 
 __all__ = [

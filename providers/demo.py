@@ -1,6 +1,6 @@
 """``failover demo``: the example chains against simulated providers, no API keys.
 
-Starts :class:`providers.simulated.SimulatedServer` on loopback, scripts
+Starts :class:`providers.simulator.SimulatedServer` on loopback, scripts
 faults into it and runs five scenes: the review chain (Codex -> Claude ->
 Gemini; the first fails with 503s, the second with 529s), cost tiers with an
 ``accept=`` check, regions (nested chains, one region down), a workflow, and

@@ -5,13 +5,13 @@ suite in the same environment can use them without a ``conftest.py``::
 
     from orchestrator import FallbackAgent
     from providers import OpenAIChat
-    from providers.simulated import Fault
+    from providers.simulator import Fault
 
     async def test_falls_over(simulated_server):
         simulated_server.script("openai", [Fault.status(503)])
         ...
 
-- ``simulated_server``: a started :class:`~providers.simulated.SimulatedServer`
+- ``simulated_server``: a started :class:`~providers.simulator.SimulatedServer`
   on loopback (its own thread, so sync and async tests both use it). One server
   runs for the whole session; every test gets it reset (empty scripts, default
   faults, zero counts, no recorded requests), so tests do not see each other.
@@ -34,7 +34,7 @@ import pytest
 
 if TYPE_CHECKING:
     from orchestrator.testing import FakeClock
-    from providers.simulated import SimulatedServer
+    from providers.simulator import SimulatedServer
 
 __all__ = ["fake_clock", "simulated_server"]
 
@@ -42,7 +42,7 @@ __all__ = ["fake_clock", "simulated_server"]
 @pytest.fixture(scope="session")
 def failover_simulated_server_session() -> Iterator[SimulatedServer]:
     """The session's one simulated server (use ``simulated_server``: it is reset per test)."""
-    from providers.simulated import SimulatedServer
+    from providers.simulator import SimulatedServer
 
     with SimulatedServer.in_thread() as server:
         yield server

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from providers.simulated import SimulatedServer
-from providers.simulated.script import parse_script
+from providers.simulator import SimulatedServer
+from providers.simulator.script import parse_script
 
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

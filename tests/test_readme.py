@@ -61,7 +61,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated.script import FAULT_FACTORIES, parse_script
+from providers.simulator.script import FAULT_FACTORIES, parse_script
 from tests.doc_pages import (
     ROOT,
     Block,

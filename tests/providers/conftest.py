@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from orchestrator import Request
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.doc_pages import Block, section_code
 
 

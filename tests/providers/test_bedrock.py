@@ -23,7 +23,7 @@ from orchestrator import errors as E
 from orchestrator.testing import capture_events
 from orchestrator.types import Message, Request, Response, Tool, ToolCall
 from providers import AnthropicMessages, BedrockConverse, Fault, SimulatedServer
-from providers.simulated.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
+from providers.simulator.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
 from tests.orchestrator.health.redis.conftest import prefix, redis_server  # noqa: F401
 from tests.orchestrator.telemetry.conftest import Otel, otel  # noqa: F401
 

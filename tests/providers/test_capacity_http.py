@@ -12,7 +12,7 @@ from orchestrator import Budget, FallbackAgent, Limits, Request
 from orchestrator.errors import BudgetExceeded, FallbackError, RateLimited
 from orchestrator.health import MemoryHealthStore
 from providers import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 
 def openai(sim: SimulatedServer, name: str, **kwargs: object) -> OpenAIChat:

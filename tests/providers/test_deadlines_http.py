@@ -15,7 +15,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.errors import FirstTokenTimeout, StreamStalled
 from providers import AnthropicMessages, Fault, OpenAIChat, SimulatedServer
-from providers.simulated.script import parse_script
+from providers.simulator.script import parse_script
 
 
 def primary(sim: SimulatedServer, **kw: object) -> OpenAIChat:

@@ -18,7 +18,7 @@ import pytest
 from orchestrator import FallbackAgent, Request, RetryPolicy
 from orchestrator import errors as E
 from providers import FunctionProvider
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import CASES, VENDORS, make
 
 # The provider's timeout bounds a whole attempt, streams included (issue 8): it ends the

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.testing import FakeClock
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 pytest_plugins = ["pytester"]
 
 USER_TESTS = """
 from orchestrator import FallbackAgent
 from providers import OpenAIChat
-from providers.simulated import Fault
+from providers.simulator import Fault
 
 
 def _provider(server, name):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.conftest import hooks_module, write_chain
 
 HOOKS = """

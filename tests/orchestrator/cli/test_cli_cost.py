@@ -11,7 +11,7 @@ import pytest
 from orchestrator import FallbackAgent, Response, Usage
 from orchestrator.cli import main
 from orchestrator.errors import InvalidOutput, ServerError
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.conftest import Scripted, simulated_chain
 
 # No base_url and no api_key: the providers read the simulator's from the environment.

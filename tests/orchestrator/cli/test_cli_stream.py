@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.conftest import write_chain
 
 FAILOVER = Path(sys.executable).parent / "failover"

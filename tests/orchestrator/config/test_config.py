@@ -24,7 +24,7 @@ from providers import (
     HTTPFallback,
     OpenAIChat,
 )
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 HOOKS = """
 calls = []

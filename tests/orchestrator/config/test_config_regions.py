@@ -11,7 +11,7 @@ import pytest
 from orchestrator.config import load_config
 from orchestrator.config.regions import region_field
 from orchestrator.config.spec import Name, ProviderSpec
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.orchestrator.config.test_config_errors import error_of as config_error
 from tests.orchestrator.config.test_config_errors import write as write_file
 

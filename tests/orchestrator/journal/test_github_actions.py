@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "github-actions"

@@ -13,7 +13,7 @@ from orchestrator.cli import main
 from orchestrator.config import load_config
 from orchestrator.journal import JournalError, SQLiteJournal, open_journal
 from orchestrator.journal.sql import SCHEMA_VERSION
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.conftest import simulated_chain
 
 CHAIN = """

@@ -13,7 +13,7 @@ import pytest
 from orchestrator import errors as E
 from providers.bedrock.eventstream import FrameReader
 from providers.http.body import BodyTooLarge
-from providers.simulated.wires.eventstream import event, exception
+from providers.simulator.wires.eventstream import event, exception
 
 MiB = 1024 * 1024
 

@@ -29,7 +29,7 @@ from orchestrator.errors import (
 from orchestrator.types import Request
 from providers.anthropic import AnthropicMessages
 from providers.cli import ClaudeCode, Codex, GeminiCLI
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 from .conftest_cli import find_cli, secure_dir
 

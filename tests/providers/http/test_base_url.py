@@ -21,7 +21,7 @@ from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 from tests.providers.http.test_http_matrix import call
 
 VENDORS: dict[str, Any] = {

@@ -16,7 +16,7 @@ import pytest
 
 from orchestrator import FallbackAgent
 from providers import AnthropicMessages, GeminiGenerate, OpenAIChat
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE_URL_VARS = (
@@ -85,7 +85,7 @@ def test_failover_simulate_prints_the_export_lines_that_run_a_snippet_unchanged(
     tmp_path: Path,
 ) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "providers.simulated", "--port", "0"],
+        [sys.executable, "-m", "providers.simulator", "--port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -11,7 +11,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator.errors import InvalidOutput
 from orchestrator.types import Attempt, Usage
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_tools_wire import ROUTES, ask, provider, streamed
 
 PRICE = (2.0, 8.0)  # USD per million input, output tokens

@@ -18,7 +18,7 @@ from providers.http.body import (
     check_max_bytes,
     read_bounded,
 )
-from providers.simulated import Fault
+from providers.simulator import Fault
 
 MiB = 1024 * 1024
 

@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator import FallbackAgent, FallbackError
 from providers import HTTPFallback, OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b[31mEVIL\x9b1m \u202eevil\x00"
 

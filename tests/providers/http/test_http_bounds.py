@@ -16,7 +16,7 @@ import pytest
 from orchestrator import FallbackAgent, FallbackError
 from orchestrator import errors as E
 from orchestrator.types import Request
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 from .test_http_matrix import call, make
 

@@ -21,7 +21,7 @@ from providers.http import client as _client
 from providers.http.client import close_shared_client, shared_client, to_transport
 from providers.http.sse import SSEDecoder
 from providers.openai import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 
 def test_shared_client_survives_repeated_asyncio_run(sim: SimulatedServer) -> None:

@@ -20,7 +20,7 @@ from orchestrator.types import Request, Response
 from providers.generic_http import HTTPFallback
 from providers.http.client import shared_client
 from providers.openai import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 
 def _session(provider: Any) -> aiohttp.ClientSession:

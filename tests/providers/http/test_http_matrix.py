@@ -23,7 +23,7 @@ from providers.bedrock import BedrockConverse
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from providers.vertex import VertexAnthropic, VertexGemini
 
 VENDORS = ("openai", "anthropic", "gemini", "azure", "bedrock", "vertex_anthropic", "vertex_gemini")
@@ -84,7 +84,7 @@ def bedrock(endpoint_url: str, **kw: Any) -> BedrockConverse:
     """A Bedrock provider signing with the simulator's AWS credentials."""
     import botocore.credentials
 
-    from providers.simulated.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
+    from providers.simulator.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
 
     key = botocore.credentials.Credentials(SIM_AWS_KEY_ID, SIM_AWS_SECRET)
     return BedrockConverse(

@@ -15,7 +15,7 @@ from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.http.errors import Redacted
 from providers.openai import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 KEYS = {
     "openai": "sk-secret-openai-123456",

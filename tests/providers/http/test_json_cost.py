@@ -25,7 +25,7 @@ from orchestrator import errors as E
 from orchestrator.types import Request
 from providers.http.documents import load_json
 from providers.http.safe_json import MAX_JSON_DEPTH, MAX_JSON_TOKENS, _too_costly, parse_json
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import call, make
 
 ROOT = Path(__file__).resolve().parents[3]

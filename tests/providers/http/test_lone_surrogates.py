@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.types import Request
 from providers.http.safe_json import parse_json
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import call, make
 
 LONE = "\ud800"

@@ -33,7 +33,7 @@ from providers.cli.process import CLIOutput
 from providers.gemini.client import GeminiGenerate
 from providers.generic_http import HTTPFallback
 from providers.openai import OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.causes import exception_chain
 from tests.providers.http.test_http_matrix import CASES, call
 

@@ -29,7 +29,7 @@ from orchestrator import errors as E
 from orchestrator.config import ConfigError, load_config
 from orchestrator.types import Request
 from providers import AnthropicMessages, HTTPFallback, OpenAIChat
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 TRANSPORTS = ("aiohttp", "reqwest")
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]

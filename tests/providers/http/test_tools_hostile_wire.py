@@ -6,7 +6,7 @@ import pytest
 
 from orchestrator.errors import InvalidOutput
 from orchestrator.types import Usage
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_tools_wire import ROUTES, ask, provider, streamed
 
 HOSTILE_NAME = "x" * 100_000 + "\x1b[2J\u202e"

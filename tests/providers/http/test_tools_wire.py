@@ -12,7 +12,7 @@ from orchestrator.errors import InvalidOutput, InvalidRequest
 from orchestrator.types import ToolCallDelta
 from providers import AnthropicMessages, GeminiGenerate, OpenAIChat
 from providers.http.base import VendorProvider
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 
 WEATHER = Tool(
     "get_weather",

@@ -16,7 +16,7 @@ from orchestrator.types import Request
 from providers.anthropic import AnthropicMessages
 from providers.gemini.client import GeminiGenerate
 from providers.openai import OpenAIChat
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 from tests.providers.http.test_http_matrix import call
 
 KEY = "sk-proj-" + "Q" * 40
@@ -46,7 +46,7 @@ async def test_404_names_the_url_and_says_check_base_url(
 
 
 async def test_a_real_missing_model_404_also_gets_the_hint(sim: SimulatedServer) -> None:
-    from providers.simulated import Fault
+    from providers.simulator import Fault
 
     sim.script("openai", [Fault.model_not_found()])
     provider = OpenAIChat("no-such-model", base_url=sim.openai_url, api_key=KEY)

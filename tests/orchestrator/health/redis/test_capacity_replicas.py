@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated import Fault, SimulatedServer
+from providers.simulator import Fault, SimulatedServer
 from tests.orchestrator.health.redis.conftest import RedisServer
 
 pytestmark = pytest.mark.redis

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.simulated import SimulatedServer
+from providers.simulator import SimulatedServer
 from tests.orchestrator.health.redis.conftest import RedisServer
 
 ROOT = Path(__file__).resolve().parents[4]
