@@ -22,7 +22,7 @@ from orchestrator.errors import (
     ToolsUnsupported,
 )
 from orchestrator.policy import RetryPolicy
-from orchestrator.routing.tally import call_began, call_ended
+from orchestrator.routing.tally import call_began, call_ended, first_token
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
@@ -99,8 +99,10 @@ class ProviderChild:
         finally:
             report_call(run, self.name)
             if routing is not None:
-                took = run.log.attempts[-1].duration if run.log.attempts else 0.0
-                call_ended(run, routing, self.name, took, outcome)
+                log = run.log
+                took = log.attempts[-1].duration if log.attempts else 0.0
+                first = first_token(log, log.began)
+                call_ended(run, routing, self.name, took, outcome, first)
             if isinstance(ticket, capacity.Ticket):
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
@@ -241,7 +243,8 @@ class ChainChild:
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
             if routing is not None:
-                call_ended(run, routing, self.name, inner.elapsed(), outcome)
+                first = first_token(inner.log, inner.log.started)
+                call_ended(run, routing, self.name, inner.elapsed(), outcome, first)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

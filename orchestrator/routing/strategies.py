@@ -7,9 +7,9 @@ goes first, never who is left out, so failover still reaches every child.
 - ``priority``: the chain's own order (the default; the engine does not even ask).
 - ``weighted``: the first child drawn by weight; the others follow in chain order.
 - ``least_busy``: fewest calls in flight first (shared through the health store).
-- ``latency``: lowest recent latency first (a decayed average per child); a child
-  not sampled for ``explore_after`` seconds goes first once, so a region that
-  recovered is noticed.
+- ``latency``: lowest recent time to first token first (a decayed average per child of
+  what :mod:`~orchestrator.routing.tally` samples); a child not sampled for
+  ``explore_after`` seconds goes first once, so a region that recovered is noticed.
 - ``cost``: cheapest first by catalogue price for this request (providers with a
   ``rates`` object with ``cost(usage)``, or a ``price`` of USD per million input and
   output tokens); unpriced children last.
@@ -145,8 +145,9 @@ class LeastBusy:
 
 
 class LatencyFirst:
-    """Lowest decayed average latency first; a child unsampled for ``explore_after``
-    seconds goes first once (claimed, so one run explores it, not every run at once).
+    """Lowest decayed average time to first token first; a child unsampled for
+    ``explore_after`` seconds goes first once (claimed, so one run explores it, not every
+    run at once).
 
     The order is recomputed at most every :data:`RERANK_AFTER` seconds (busy agents
     reuse it: figures move little in 50 ms); an exploration is never reused.

@@ -2,10 +2,12 @@
 
 Only for the strategies that read it (``least_busy``: calls in flight; ``latency``:
 a sample per call); other agents' calls cost one attribute check. A call's sample
-is its answering attempt's duration (for a streamed call too: the time to its
-whole reply, an upper bound of the first token's); a call that failed counts
-as at least twice the child's average, so a region that fails fast is not taken
-for a fast one, and a cancelled call tells nothing.
+is its time to first token: for a streamed call, from its answering attempt's
+start to that attempt's first content (a text or tool-call delta; for a nested
+chain, from the inner run's start); for a whole reply (``run``, or a provider
+that cannot stream), the reply's arrival is its first token. A call that failed
+counts as its attempt's whole time, at least twice the child's average, so a
+region that fails fast is not taken for a fast one; a cancelled call tells nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from typing import TYPE_CHECKING
 from orchestrator.types import Result
 
 if TYPE_CHECKING:
+    from orchestrator.engine.attempt import AttemptLog
     from orchestrator.engine.run import Run
     from orchestrator.routing.state import RoutingState
 
-__all__ = ["call_began", "call_ended"]
+__all__ = ["call_began", "call_ended", "first_token"]
 
 
 def call_began(run: Run, name: str) -> RoutingState | None:
@@ -33,17 +36,30 @@ def call_began(run: Run, name: str) -> RoutingState | None:
     return state
 
 
+def first_token(log: AttemptLog, since: float) -> float | None:
+    """Seconds from ``since`` to the first content of ``log``'s latest attempt (None: it
+    streamed none, or was not streamed)."""
+    at = log.first_at
+    return None if at is None else at - since
+
+
 def call_ended(
-    run: Run, state: RoutingState, name: str, took: float, outcome: object = None
+    run: Run,
+    state: RoutingState,
+    name: str,
+    took: float,
+    outcome: object = None,
+    first: float | None = None,
 ) -> None:
-    """The call to ``name`` ended after ``took`` seconds with ``outcome`` (None: cancelled)."""
+    """The call to ``name`` ended after ``took`` seconds with ``outcome`` (None: cancelled),
+    its answer's first content ``first`` seconds in (None: the answer came whole)."""
     router = run.agent.router
     if router.counts:
         state.ended(name)
     if not router.times or outcome is None:
         return
     if isinstance(outcome, Result):
-        state.observe(name, took)
+        state.observe(name, took if first is None else first)
         return
     known = state.latency(name)
     average = known[0] if known is not None and math.isfinite(known[0]) else took
