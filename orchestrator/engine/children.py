@@ -22,7 +22,7 @@ from orchestrator.errors import (
     ToolsUnsupported,
 )
 from orchestrator.policy import RetryPolicy
-from orchestrator.routing.tally import call_began, call_ended, first_token
+from orchestrator.routing.tally import call_began, call_ended
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
@@ -101,8 +101,7 @@ class ProviderChild:
             if routing is not None:
                 log = run.log
                 took = log.attempts[-1].duration if log.attempts else 0.0
-                first = first_token(log, log.began)
-                call_ended(run, routing, self.name, took, outcome, first)
+                call_ended(run, routing, self.name, took, outcome, log.first_at, log.began)
             if isinstance(ticket, capacity.Ticket):
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
@@ -243,8 +242,8 @@ class ChainChild:
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
             if routing is not None:
-                first = first_token(inner.log, inner.log.started)
-                call_ended(run, routing, self.name, inner.elapsed(), outcome, first)
+                took, log = inner.elapsed(), inner.log
+                call_ended(run, routing, self.name, took, outcome, log.first_at, log.started)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

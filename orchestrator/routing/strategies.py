@@ -89,7 +89,7 @@ class Weighted:
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "orders", "start", "step", "total")
+    __slots__ = ("cumulative", "last", "orders", "start", "step", "total")
 
     def __init__(self, weights: Sequence[float]) -> None:
         running, self.cumulative = 0.0, []
@@ -97,9 +97,11 @@ class Weighted:
             running += w
             self.cumulative.append(running)
         self.total = running
+        self.last = len(self.cumulative) - 1
         self.start: float | None = None  # drawn from the agent's rng on first use
         self.step = 0
-        self.orders: dict[int, tuple[Any, ...]] = {}  # first index -> the order (made once)
+        #: The order with each child first (made on first use: the agent's children).
+        self.orders: tuple[Order, ...] = ()
 
     def first(self, rng: random.Random, peek: bool, draw: float | None) -> int:
         """The index of the child going first: by ``draw`` (a key's hash), else the next
@@ -116,14 +118,16 @@ class Weighted:
             if not peek:
                 self.start, self.step = start, self.step + 1
         at = bisect.bisect_right(self.cumulative, draw * self.total)
-        return min(at, len(self.cumulative) - 1)
+        return at if at < self.last else self.last
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
-        i = self.first(agent.rng, peek, draw)
-        order = self.orders.get(i)
-        if order is None:
-            order = self.orders[i] = (members[i], *members[:i], *members[i + 1 :])
-        return order
+        orders = self.orders
+        if not orders:
+            n = len(members)
+            orders = self.orders = tuple(
+                (members[i], *members[:i], *members[i + 1 :]) for i in range(n)
+            )
+        return orders[self.first(agent.rng, peek, draw)]
 
 
 class LeastBusy:
@@ -137,10 +141,13 @@ class LeastBusy:
         self.orders: dict[tuple[int, ...], Order] = {}
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
-        busy = agent.router.state(agent).in_flight
-        counts = [busy(name) for name in agent.router.names_of(members)]
+        router, names = agent.router, agent.names  # (``members`` are the agent's own)
+        busy = (router.found or router.state(agent)).in_flight
+        if not busy(names[0]):
+            return members  # the first is idle: none is less busy (the usual case)
+        counts = [busy(name) for name in names]
         if min(counts) == counts[0]:
-            return members  # the first is among the least busy: chain order (the usual case)
+            return members  # the first is among the least busy: chain order
         return ordered(members, sorted(range(len(members)), key=counts.__getitem__), self.orders)
 
 
@@ -178,7 +185,7 @@ class LatencyFirst:
         latency, horizon = state.latency, now - self.explore_after
         scores: list[float] = []
         stalest, stalest_at = -1, math.inf
-        for i, name in enumerate(agent.router.names_of(members)):
+        for i, name in enumerate(agent.names):  # (``members`` are the agent's own)
             known = latency(name)
             if known is None:
                 at, score = -math.inf, math.inf

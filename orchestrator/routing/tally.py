@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING
 from orchestrator.types import Result
 
 if TYPE_CHECKING:
-    from orchestrator.engine.attempt import AttemptLog
     from orchestrator.engine.run import Run
     from orchestrator.routing.state import RoutingState
 
-__all__ = ["call_began", "call_ended", "first_token"]
+__all__ = ["call_began", "call_ended"]
 
 
 def call_began(run: Run, name: str) -> RoutingState | None:
@@ -30,17 +29,10 @@ def call_began(run: Run, name: str) -> RoutingState | None:
     router = run.agent.router
     if not router.tracks:
         return None
-    state = router.state(run.agent)
+    state = router.found or router.state(run.agent)
     if router.counts:
         state.began(name)
     return state
-
-
-def first_token(log: AttemptLog, since: float) -> float | None:
-    """Seconds from ``since`` to the first content of ``log``'s latest attempt (None: it
-    streamed none, or was not streamed)."""
-    at = log.first_at
-    return None if at is None else at - since
 
 
 def call_ended(
@@ -49,17 +41,19 @@ def call_ended(
     name: str,
     took: float,
     outcome: object = None,
-    first: float | None = None,
+    first_at: float | None = None,
+    since: float = 0.0,
 ) -> None:
-    """The call to ``name`` ended after ``took`` seconds with ``outcome`` (None: cancelled),
-    its answer's first content ``first`` seconds in (None: the answer came whole)."""
+    """The call to ``name`` ended after ``took`` seconds with ``outcome`` (None: cancelled);
+    its answer's first content came at ``first_at`` (clock time; None: it came whole),
+    counted from ``since`` (when the answering attempt, or a nested chain's run, began)."""
     router = run.agent.router
     if router.counts:
         state.ended(name)
     if not router.times or outcome is None:
         return
     if isinstance(outcome, Result):
-        state.observe(name, took if first is None else first)
+        state.observe(name, took if first_at is None else first_at - since)
         return
     known = state.latency(name)
     average = known[0] if known is not None and math.isfinite(known[0]) else took
