@@ -163,7 +163,8 @@ class Router:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
         if child is not None:
-            self.state(agent).keep(keys.digest(agent.name), child, self.affinity_ttl)
+            state = self.found or self.state(agent)
+            state.keep(keys.digest(agent.name), child, self.affinity_ttl)
 
 
 def _owners(members: Sequence[Any], depth: int = 0) -> dict[str, str]:

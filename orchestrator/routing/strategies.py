@@ -89,7 +89,7 @@ class Weighted:
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "last", "orders", "start", "step", "total")
+    __slots__ = ("cumulative", "last", "next", "orders", "total")
 
     def __init__(self, weights: Sequence[float]) -> None:
         running, self.cumulative = 0.0, []
@@ -98,36 +98,31 @@ class Weighted:
             self.cumulative.append(running)
         self.total = running
         self.last = len(self.cumulative) - 1
-        self.start: float | None = None  # drawn from the agent's rng on first use
-        self.step = 0
+        self.next: float | None = None  # the next draw (the first from the agent's rng)
         #: The order with each child first (made on first use: the agent's children).
         self.orders: tuple[Order, ...] = ()
 
-    def first(self, rng: random.Random, peek: bool, draw: float | None) -> int:
-        """The index of the child going first: by ``draw`` (a key's hash), else the next
-        step of the sequence (``peek``: shown, not taken)."""
-        if draw is None:
-            start = self.start
-            if start is None:
-                if peek:  # the draw the next run will make, not taken from the agent's rng
-                    copy = random.Random()
-                    copy.setstate(rng.getstate())
-                    rng = copy
-                start = rng.random()
-            draw = (start + self.step * _GOLDEN) % 1.0
-            if not peek:
-                self.start, self.step = start, self.step + 1
-        at = bisect.bisect_right(self.cumulative, draw * self.total)
-        return at if at < self.last else self.last
-
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
+        """The order whose first child ``draw`` (a key's hash) picks, else the next step
+        of the sequence (``peek``: shown, not taken)."""
+        if draw is None:
+            draw = self.next
+            if draw is None:
+                rng = agent.rng
+                if peek:  # the draw the next run will make, not taken from the agent's rng
+                    rng = random.Random()
+                    rng.setstate(agent.rng.getstate())
+                draw = rng.random()
+            if not peek:
+                self.next = (draw + _GOLDEN) % 1.0
         orders = self.orders
         if not orders:
             n = len(members)
             orders = self.orders = tuple(
                 (members[i], *members[:i], *members[i + 1 :]) for i in range(n)
             )
-        return orders[self.first(agent.rng, peek, draw)]
+        at = bisect.bisect_right(self.cumulative, draw * self.total)
+        return orders[at if at < self.last else self.last]
 
 
 class LeastBusy:
