@@ -40,11 +40,10 @@ class SystemClock:
 
     __slots__ = ()
 
-    def now(self) -> float:
-        return time.monotonic()
-
-    def wall(self) -> float:
-        return time.time()
+    # The functions themselves, not methods calling them: the engine asks the time a few
+    # times per call (a method around time.monotonic cost 0.3 us on a loaded machine).
+    now = staticmethod(time.monotonic)
+    wall = staticmethod(time.time)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

@@ -140,10 +140,15 @@ class AttemptLog:
     chain keeps a log of its own, added to the outer one when it ends.
     """
 
-    __slots__ = ("attempts", "deadline_passed", "note", "pending", "started", "trace", "verdict")
+    __slots__ = (
+        "attempts", "began", "deadline_passed", "first_at", "note", "pending", "started", "trace",
+        "verdict",
+    )  # fmt: skip
 
     def __init__(self, started: float) -> None:
-        self.started = started
+        self.started = self.began = started
+        #: When the latest attempt began and when its first content came (a streamed call).
+        self.first_at: float | None = None
         self.attempts: list[Attempt] = []
         self.note: str | None = None
         self.deadline_passed = False
@@ -180,7 +185,8 @@ async def attempt(
     """
     run.log.verdict = None
     clock = run.agent.clock
-    t0 = clock.now()
+    t0 = run.log.began = clock.now()
+    run.log.first_at = None  # set by a streamed delivery at the call's first content
     wall = clock.wall()
     deadline = run.deadline
     if run.attempt_limit is not None:
@@ -194,7 +200,7 @@ async def attempt(
         hedge = getattr(child, "hedge", False) is True
         track = trace.attempt_started(child, number, request, hedge=hedge)
     try:
-        call = run.delivery.call(child, request)
+        call = run.delivery.call(child, request, run)
         if track is not None:
             call = track.within(call)  # its span current: traceparent goes out
         if deadline is None:

@@ -86,7 +86,8 @@ class ProviderChild:
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         # What the agent's order reads (calls in flight, latency): None for most orders.
-        routing = call_began(run, self.name) if run.agent.router.tracks else None
+        name = self.name
+        routing = call_began(run, name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
         since = len(run.log.attempts)
         try:
@@ -97,10 +98,11 @@ class ProviderChild:
             run.log.verdict = None
             raise
         finally:
-            report_call(run, self.name)
+            report_call(run, name)
             if routing is not None:
-                took = run.log.attempts[-1].duration if run.log.attempts else 0.0
-                call_ended(run, routing, self.name, took, outcome)
+                log = run.log
+                took = log.attempts[-1].duration if log.attempts else 0.0
+                call_ended(run, routing, name, took, outcome, log.first_at, log.began)
             if isinstance(ticket, capacity.Ticket):
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
@@ -241,7 +243,8 @@ class ChainChild:
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
             if routing is not None:
-                call_ended(run, routing, self.name, inner.elapsed(), outcome)
+                took, log = inner.elapsed(), inner.log
+                call_ended(run, routing, self.name, took, outcome, log.first_at, log.started)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.errors import PrefillUnsupported, Rejected, StreamInterrupted
 from orchestrator.types import Message, Request, Response, ToolCallDelta
+
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run
 
 __all__ = [
     "BUFFERED",
@@ -39,8 +42,8 @@ class Buffered:
     #: Whether the consumer left before the run ended (a stream only: see :class:`Streamed`).
     left = False
 
-    def call(self, child: Any, request: Request) -> Awaitable[Response]:
-        """One call of ``child`` (its ``complete``)."""
+    def call(self, child: Any, request: Request, run: Run) -> Awaitable[Response]:
+        """One call of ``child`` (its ``complete``): its reply's arrival is its first token."""
         out: Awaitable[Response] = child.complete(request)
         return out
 
@@ -100,22 +103,23 @@ class Streamed:
         #: Children that refused a prefill this run: continued by a user turn from then on.
         self.refused_prefill: set[str] = set()
 
-    def call(self, child: Any, request: Request) -> Awaitable[Response]:
-        """One streamed call of ``child``, continuing from what was delivered if so asked."""
+    def call(self, child: Any, request: Request, run: Run) -> Awaitable[Response]:
+        """One streamed call of ``child``, continuing from what was delivered if so asked;
+        its first content's time goes to ``run.log.first_at`` (what ``latency`` ranks by)."""
         if self.delivered and self.mode == "continue":
             if takes_prefill(child) and child.name not in self.refused_prefill:
-                return self._prefilled(child, request)
+                return self._prefilled(child, request, run)
             request = self._with_prefix(request, prefill=False)
-        return self._stream(child, request)
+        return self._stream(child, request, run)
 
-    async def _prefilled(self, child: Any, request: Request) -> Response:
+    async def _prefilled(self, child: Any, request: Request, run: Run) -> Response:
         """The continuation as a prefill; a model that refuses one after all (a new Claude,
         a server nobody could know) is asked again at once, in this attempt, by a user turn."""
         try:
-            return await self._stream(child, self._with_prefix(request, prefill=True))
+            return await self._stream(child, self._with_prefix(request, prefill=True), run)
         except PrefillUnsupported:
             self.refused_prefill.add(child.name)
-        return await self._stream(child, self._with_prefix(request, prefill=False))
+        return await self._stream(child, self._with_prefix(request, prefill=False), run)
 
     def for_hook(self, request: Request) -> Request:
         """With ``continue``, the streamed text leaves for the next provider too: show it to
@@ -148,12 +152,15 @@ class Streamed:
     def _with_prefix(self, request: Request, prefill: bool) -> Request:
         return continued(request, "".join(self.delivered), prefill=prefill)
 
-    def _first_chunk(self) -> None:
-        assert self.on_chunk is not None
-        self.on_chunk()
-        self.on_chunk = None
+    def _first_chunk(self, run: Run) -> None:
+        log = run.log
+        if log.first_at is None:  # per run (a hedge's lane has its own): lanes never mix
+            log.first_at = run.agent.clock.now()
+        if self.on_chunk is not None:
+            self.on_chunk()
+            self.on_chunk = None
 
-    async def _stream(self, child: Any, request: Request) -> Response:
+    async def _stream(self, child: Any, request: Request, run: Run) -> Response:
         stream = getattr(child, "stream", None)
         if stream is None:
             response: Response = await child.complete(request)
@@ -168,8 +175,8 @@ class Streamed:
             async for item in agen:
                 if isinstance(item, str):  # the common case first: one check per chunk
                     if item:
-                        if self.on_chunk is not None:
-                            self._first_chunk()
+                        if run.log.first_at is None or self.on_chunk is not None:
+                            self._first_chunk(run)
                         if not self.delivered:
                             self.source = child.name
                         self.delivered.append(item)
@@ -179,8 +186,8 @@ class Streamed:
                     break  # the answer is complete: the stream's tail is not waited for
                 elif isinstance(item, ToolCallDelta):
                     self.tool_started = True
-                    if self.on_chunk is not None:
-                        self._first_chunk()
+                    if run.log.first_at is None or self.on_chunk is not None:
+                        self._first_chunk(run)
         if final is None:
             raise StreamInterrupted("stream ended without its final message", provider=child.name)
         return final

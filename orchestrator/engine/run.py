@@ -336,8 +336,8 @@ class Run:
             result = replace(result, order=self.order, arm=self.arm)
         if self.keys is not None:
             self.agent.router.served(self.agent, self.keys, result.handled_by)
-        if result.stopped is not None:
-            return result  # run_stopped was emitted already
+        if result.stopped is not None or not events.is_enabled():
+            return result  # run_stopped was emitted already; or no event (its fields cost)
         events.emit(
             "info",
             "run_succeeded",

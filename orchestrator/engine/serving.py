@@ -59,7 +59,10 @@ def route(
     explanation) changes nothing: the next run draws what it shows.
     """
     router = agent.router
-    ranked, arm = router.rank(agent, request, keys, peek)
+    if router.strategy is None:  # priority, with a key: the chain's order, no arm
+        ranked, arm = agent.members, None
+    else:
+        ranked, arm = router.rank(agent, request, keys, peek)
     if keys is not None and keys.affinity is not None and router.arms is None:
         held = router.state(agent).affinity(keys.digest(agent.name))
         if held is not None and held != ranked[0].name:

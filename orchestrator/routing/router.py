@@ -8,10 +8,14 @@ and no affinity key the engine does not ask at all (:attr:`Router.plain`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.routing.state import DEFAULT_AFFINITY_TTL, MemoryRouting, RoutingState, key_digest
+from orchestrator.routing.state import (
+    DEFAULT_AFFINITY_TTL,
+    MemoryRouting,
+    RoutingState,
+    scoped_digest,
+)
 from orchestrator.routing.strategies import Strategy
 
 if TYPE_CHECKING:
@@ -24,24 +28,24 @@ __all__ = ["MAX_KEY_CHARS", "Keys", "Router", "check_key"]
 MAX_KEY_CHARS = 1024
 
 
-@dataclass(frozen=True, slots=True)
 class Keys:
     """A run's routing keys: ``affinity`` (first to the child that served it last)
     and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
     not given). Nested chains see the keys of the run they are part of."""
 
-    # Keys name users and conversations: never in a repr (a log line, a traceback's locals).
-    affinity: str | None = field(repr=False)
-    split: str | None = field(repr=False)
-    #: The affinity key's digest per agent name (made once per run, asked twice).
-    digests: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("affinity", "made", "split")
+
+    def __init__(self, affinity: str | None, split: str | None) -> None:
+        self.affinity, self.split = affinity, split
+        self.made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
 
     def digest(self, agent: str) -> str:
         """The stored form of the affinity key for the agent named ``agent``."""
-        made = self.digests.get(agent)
-        if made is None:
-            made = self.digests[agent] = key_digest(f"{agent}\0{self.affinity}")
-        return made
+        made = self.made
+        if made is None or made[0] is not agent:
+            assert self.affinity is not None
+            made = self.made = (agent, scoped_digest(agent, self.affinity))
+        return made[1]
 
     @classmethod
     def of(cls, affinity: str | None, split_key: str | None) -> Keys | None:
@@ -54,6 +58,10 @@ class Keys:
             return cls(affinity, affinity)
         check_key(split_key, "split_key")
         return cls(affinity, split_key)
+
+    def __repr__(self) -> str:
+        # Keys name users and conversations: never in a repr (a log line, a traceback's locals).
+        return "Keys()"
 
 
 def check_key(key: object, field: str) -> None:
@@ -122,13 +130,14 @@ class Router:
         strategy = self.strategy
         if strategy is None:
             return members, None
+        arms = self.arms
+        if arms is None:
+            return strategy.rank(members, request, agent, peek, None), None
         draw = None
-        if self.arms is not None and keys is not None and keys.split is not None:
-            draw = int(key_digest(f"{agent.name}\0{keys.split}"), 16) / 2.0**64
+        if keys is not None and keys.split is not None:
+            draw = int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
         ranked = strategy.rank(members, request, agent, peek, draw)
-        if self.arms is None:
-            return ranked, None
-        return ranked, self.arms[members.index(ranked[0])]
+        return ranked, arms[members.index(ranked[0])]
 
     def names_of(self, members: tuple[Member, ...]) -> tuple[str, ...]:
         """The names of ``members`` (an order of the agent's children), made once per order."""
@@ -154,7 +163,8 @@ class Router:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
         if child is not None:
-            self.state(agent).keep(keys.digest(agent.name), child, self.affinity_ttl)
+            state = self.found or self.state(agent)
+            state.keep(keys.digest(agent.name), child, self.affinity_ttl)
 
 
 def _owners(members: Sequence[Any], depth: int = 0) -> dict[str, str]:

@@ -27,6 +27,7 @@ __all__ = [
     "MemoryRouting",
     "RoutingState",
     "key_digest",
+    "scoped_digest",
 ]
 
 #: Weight of a new latency sample in a child's decayed average (of one just taken).
@@ -46,6 +47,26 @@ def key_digest(key: str) -> str:
     """The stored form of an affinity or split key: 16 hex digits of its BLAKE2b hash
     (stable across processes and hosts; linear in the key's length)."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+#: Recent digests by ``hash((scope, key))``: a conversation's turns hash its key once, and
+#: the key itself is never kept (it names a user). Emptied when full: bounded, lock-free.
+_DIGESTS: dict[int, str] = {}
+_MAX_DIGESTS = 4096
+
+
+def scoped_digest(scope: str, key: str) -> str:
+    """``key_digest(scope + "\\0" + key)`` (an agent's name scopes a key), remembered for
+    the last few thousand pairs (a collision of Python's 64-bit keyed string hash, which
+    needs the process's secret seed to aim, would only share a digest)."""
+    h = hash((scope, key))
+    made = _DIGESTS.get(h)
+    if made is None:
+        made = key_digest(f"{scope}\0{key}")
+        if len(_DIGESTS) >= _MAX_DIGESTS:
+            _DIGESTS.clear()
+        _DIGESTS[h] = made
+    return made
 
 
 @runtime_checkable
@@ -116,10 +137,12 @@ class MemoryRouting:
 
     def observe(self, child: str, seconds: float) -> None:
         now = self.clock.now()
-        average = decayed(self.averages.get(child), seconds, now)
-        self.averages[child] = (average, now)
+        figure = (decayed(self.averages.get(child), seconds, now), now)
+        self.averages[child] = figure
         explored = self.explorations.get(child)  # (what refigure does, inline: every call)
-        self.figures[child] = (average, now if explored is None or explored < now else explored)
+        self.figures[child] = (
+            figure if explored is None or explored < now else (figure[0], explored)
+        )
 
     def latency(self, child: str) -> tuple[float, float] | None:
         return self.figures.get(child)
@@ -160,8 +183,14 @@ def decayed(known: tuple[float, float] | None, sample: float, now: float) -> flo
     """The average after ``sample`` at ``now``: the old one weighs ``1 - ALPHA``, less
     when it is old (halved every :data:`HALF_LIFE` seconds since it was last moved), nothing
     after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is now)."""
-    if known is None or now - known[1] >= FORGET_AFTER:
+    if known is None:
         return sample
     average, at = known
-    keep = (1.0 - ALPHA) * math.pow(0.5, max(0.0, now - at) / HALF_LIFE)
+    age = now - at
+    if age >= FORGET_AFTER:
+        return sample
+    keep = _KEEP * 0.5 ** (age / HALF_LIFE) if age > 0.0 else _KEEP
     return keep * average + (1.0 - keep) * sample
+
+
+_KEEP = 1.0 - ALPHA

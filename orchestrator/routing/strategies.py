@@ -7,9 +7,9 @@ goes first, never who is left out, so failover still reaches every child.
 - ``priority``: the chain's own order (the default; the engine does not even ask).
 - ``weighted``: the first child drawn by weight; the others follow in chain order.
 - ``least_busy``: fewest calls in flight first (shared through the health store).
-- ``latency``: lowest recent latency first (a decayed average per child); a child
-  not sampled for ``explore_after`` seconds goes first once, so a region that
-  recovered is noticed.
+- ``latency``: lowest recent time to first token first (a decayed average per child of
+  what :mod:`~orchestrator.routing.tally` samples); a child not sampled for
+  ``explore_after`` seconds goes first once, so a region that recovered is noticed.
 - ``cost``: cheapest first by catalogue price for this request (providers with a
   ``rates`` object with ``cost(usage)``, or a ``price`` of USD per million input and
   output tokens); unpriced children last.
@@ -89,7 +89,7 @@ class Weighted:
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "orders", "start", "step", "total")
+    __slots__ = ("cumulative", "last", "next", "orders", "total")
 
     def __init__(self, weights: Sequence[float]) -> None:
         running, self.cumulative = 0.0, []
@@ -97,33 +97,32 @@ class Weighted:
             running += w
             self.cumulative.append(running)
         self.total = running
-        self.start: float | None = None  # drawn from the agent's rng on first use
-        self.step = 0
-        self.orders: dict[int, tuple[Any, ...]] = {}  # first index -> the order (made once)
-
-    def first(self, rng: random.Random, peek: bool, draw: float | None) -> int:
-        """The index of the child going first: by ``draw`` (a key's hash), else the next
-        step of the sequence (``peek``: shown, not taken)."""
-        if draw is None:
-            start = self.start
-            if start is None:
-                if peek:  # the draw the next run will make, not taken from the agent's rng
-                    copy = random.Random()
-                    copy.setstate(rng.getstate())
-                    rng = copy
-                start = rng.random()
-            draw = (start + self.step * _GOLDEN) % 1.0
-            if not peek:
-                self.start, self.step = start, self.step + 1
-        at = bisect.bisect_right(self.cumulative, draw * self.total)
-        return min(at, len(self.cumulative) - 1)
+        self.last = len(self.cumulative) - 1
+        self.next: float | None = None  # the next draw (the first from the agent's rng)
+        #: The order with each child first (made on first use: the agent's children).
+        self.orders: tuple[Order, ...] = ()
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
-        i = self.first(agent.rng, peek, draw)
-        order = self.orders.get(i)
-        if order is None:
-            order = self.orders[i] = (members[i], *members[:i], *members[i + 1 :])
-        return order
+        """The order whose first child ``draw`` (a key's hash) picks, else the next step
+        of the sequence (``peek``: shown, not taken)."""
+        if draw is None:
+            draw = self.next
+            if draw is None:
+                rng = agent.rng
+                if peek:  # the draw the next run will make, not taken from the agent's rng
+                    rng = random.Random()
+                    rng.setstate(agent.rng.getstate())
+                draw = rng.random()
+            if not peek:
+                self.next = (draw + _GOLDEN) % 1.0
+        orders = self.orders
+        if not orders:
+            n = len(members)
+            orders = self.orders = tuple(
+                (members[i], *members[:i], *members[i + 1 :]) for i in range(n)
+            )
+        at = bisect.bisect_right(self.cumulative, draw * self.total)
+        return orders[at if at < self.last else self.last]
 
 
 class LeastBusy:
@@ -137,16 +136,20 @@ class LeastBusy:
         self.orders: dict[tuple[int, ...], Order] = {}
 
     def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
-        busy = agent.router.state(agent).in_flight
-        counts = [busy(name) for name in agent.router.names_of(members)]
+        router, names = agent.router, agent.names  # (``members`` are the agent's own)
+        busy = (router.found or router.state(agent)).in_flight
+        if not busy(names[0]):
+            return members  # the first is idle: none is less busy (the usual case)
+        counts = [busy(name) for name in names]
         if min(counts) == counts[0]:
-            return members  # the first is among the least busy: chain order (the usual case)
+            return members  # the first is among the least busy: chain order
         return ordered(members, sorted(range(len(members)), key=counts.__getitem__), self.orders)
 
 
 class LatencyFirst:
-    """Lowest decayed average latency first; a child unsampled for ``explore_after``
-    seconds goes first once (claimed, so one run explores it, not every run at once).
+    """Lowest decayed average time to first token first; a child unsampled for
+    ``explore_after`` seconds goes first once (claimed, so one run explores it, not every
+    run at once).
 
     The order is recomputed at most every :data:`RERANK_AFTER` seconds (busy agents
     reuse it: figures move little in 50 ms); an exploration is never reused.
@@ -177,7 +180,7 @@ class LatencyFirst:
         latency, horizon = state.latency, now - self.explore_after
         scores: list[float] = []
         stalest, stalest_at = -1, math.inf
-        for i, name in enumerate(agent.router.names_of(members)):
+        for i, name in enumerate(agent.names):  # (``members`` are the agent's own)
             known = latency(name)
             if known is None:
                 at, score = -math.inf, math.inf

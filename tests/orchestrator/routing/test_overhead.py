@@ -1,0 +1,110 @@
+"""What keeps routing cheap per call (bench/routing.py measures the CPU; these pin the
+work that is skipped): a conversation's key is hashed once, never kept in the clear;
+least_busy reads one count while the first child is idle; a run builds no event fields
+while events are off; the system clock is ``time.monotonic`` itself."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import pytest
+
+from orchestrator import FallbackAgent, Request, Response, events
+from orchestrator.clock import SYSTEM_CLOCK
+from orchestrator.engine import run as run_module
+from orchestrator.health import MemoryHealthStore
+from orchestrator.routing import state as state_module
+
+
+class Instant:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def complete(self, request: Request) -> Response:
+        return Response("ok")
+
+
+def _kids() -> list[Instant]:
+    return [Instant("a"), Instant("b"), Instant("c")]
+
+
+class _CountingHashlib:
+    """``hashlib`` whose ``blake2b`` counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def blake2b(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return hashlib.blake2b(*args, **kwargs)
+
+
+async def test_a_conversations_key_is_hashed_once_across_its_turns_and_never_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counting = _CountingHashlib()
+    monkeypatch.setattr(state_module, "hashlib", counting)
+    monkeypatch.setattr(state_module, "_DIGESTS", {}, raising=False)  # none from earlier tests
+    agent = FallbackAgent(_kids(), health=MemoryHealthStore(), hedge_after=None)
+    for turn in range(50):
+        key = "".join(["conversation-", str(1234 + turn * 0)])  # a new str each turn
+        assert (await agent.run(f"turn {turn}", affinity=key)).handled_by == "a"
+    assert counting.calls == 1  # main: 50 (once per run)
+    cache = state_module._DIGESTS
+    assert cache and all(isinstance(k, int) for k in cache)  # hashes, not the key
+    assert "conversation-1234" not in repr(cache)
+
+
+def test_the_digest_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state_module, "_DIGESTS", {})
+    for i in range(10_000):
+        state_module.scoped_digest("agent", f"user-{i}")
+    assert 0 < len(state_module._DIGESTS) <= 4096
+    again = state_module.scoped_digest("agent", "user-9999")
+    assert again == state_module.key_digest("agent\0user-9999")
+
+
+async def test_least_busy_reads_one_count_while_the_first_child_is_idle() -> None:
+    store = MemoryHealthStore()
+    agent = FallbackAgent(_kids(), order="least_busy", health=store, hedge_after=None)
+    asked: list[str] = []
+    in_flight = store.routing.in_flight
+
+    def counted(child: str) -> int:
+        asked.append(child)
+        return in_flight(child)
+
+    store.routing.in_flight = counted  # type: ignore[method-assign]
+    for _ in range(10):
+        await agent.run("hi")
+    assert asked == ["a"] * 10  # main: a, b, c per run
+    store.routing.began("a")  # now a is busy: every count is read, b goes first
+    assert (await agent.run("hi")).order == ("b", "c", "a")
+
+
+async def test_a_routed_run_builds_no_event_fields_while_events_are_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[object] = []
+    routed = run_module.routed
+
+    def counted(run: Any) -> dict[str, Any]:
+        built.append(run)
+        return routed(run)
+
+    monkeypatch.setattr(run_module, "routed", counted)
+    agent = FallbackAgent(_kids(), order="cost", hedge_after=None)
+    with events.enabled(False):
+        await agent.run("hi")
+    assert built == []  # main: one dict per run, for an event nobody receives
+    with events.enabled(True):
+        await agent.run("hi")
+    assert len(built) == 1
+
+
+def test_the_system_clock_is_the_time_functions_themselves() -> None:
+    # The engine asks the time several times per call: a method around them cost 0.3 us.
+    assert SYSTEM_CLOCK.now is time.monotonic and SYSTEM_CLOCK.wall is time.time
+    assert abs(SYSTEM_CLOCK.now() - time.monotonic()) < 1.0
