@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from orchestrator.capacity import MemoryCapacity, Refusal
+from orchestrator.capacity import Refusal, default_capacity
 from providers.serve import anthropic_wire, fields
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
@@ -99,8 +99,6 @@ class Gateway:
     def __init__(self, models: Models, keys: GatewayKeys, settings: GatewaySettings) -> None:
         self.models, self.keys, self.settings = models, keys, settings
         self.in_flight = 0
-        #: Gateway keys' limits and spend when no agent has a health store (this process's).
-        self._capacity = MemoryCapacity()
         get: dict[str, Handler] = {
             "/": self._healthz,  # clients probe the base URL (Claude Code sends HEAD /)
             "/healthz": self._healthz,
@@ -139,7 +137,7 @@ class Gateway:
         """``/metrics`` for a gateway or metrics key, or anyone with ``public_metrics``."""
         public = self.settings.public_metrics or not self.keys
         if public or _presents(ex, self.keys.allows_metrics):
-            return await metrics()
+            return await metrics(self.models.health_stores())
         return failure_reply(_OPENAI, _METRICS_REFUSED)
 
     async def _list_models(self, ex: Exchange) -> Reply:
@@ -209,7 +207,7 @@ class Gateway:
         store first (429 when refused), settled with the call's real usage and cost after."""
         stores = self.models.health_stores()
         store = getattr(stores[0], "capacity", None) if stores else None
-        store = self._capacity if store is None else store
+        store = default_capacity() if store is None else store  # the process's, as agents
         want = want_of(quota, call.request, model.node)
         ticket = await store.take(want)
         if isinstance(ticket, Refusal):

@@ -5,6 +5,7 @@ atomic take of the gateway's store and settled with the call's real usage and co
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ LIMITED, FREE = "sk-team-a-0123456789", "sk-team-b-0123456789"
 
 
 def keys(tmp_path: Path, quota: str) -> GatewayKeys:
-    """Two keys: ``LIMITED`` with ``quota`` after its digest, ``FREE`` with none."""
+    """Two keys: ``LIMITED`` with ``quota`` after its digest (``ID``: an id no other test
+    uses, as the process's store outlives a test), ``FREE`` with none."""
     path = tmp_path / "gateway.keys"
+    quota = quota.replace("ID", f"team-{uuid.uuid4().hex[:8]}")
     path.write_text(f"{hash_key(LIMITED)}  {quota}\n{hash_key(FREE)}\n")
     return GatewayKeys.load(environ={}, key_file=str(path))
 
@@ -72,13 +75,13 @@ def test_a_bad_quota_names_the_line_and_never_quotes_it(tmp_path: Path, quota: s
 async def test_a_key_over_its_rpm_gets_429_with_retry_after_others_do_not(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
-    loaded = keys(tmp_path, "{id: team-a, limits: {rpm: 2, window: 30}}")
+    loaded = keys(tmp_path, "{id: ID, limits: {rpm: 2, window: 30}}")
     async with gateway({"m": agent(sim)}, keys=loaded) as url, aiohttp.ClientSession() as http:
         assert [(await post(http, url, LIMITED))[0] for _ in range(2)] == [200, 200]
         status, headers, body = await post(http, url, LIMITED)
         assert status == 429 and 29 <= int(headers["Retry-After"]) <= 30
         assert body["error"]["code"] == "rate_limit_exceeded"
-        assert "team-a" in body["error"]["message"] and LIMITED not in str(body)
+        assert "gateway key team-" in body["error"]["message"] and LIMITED not in str(body)
         assert (await post(http, url, FREE))[0] == 200  # another key: not limited
     assert sim.count("openai") == 3  # the refused call never reached a provider
 
@@ -87,7 +90,7 @@ async def test_many_calls_in_flight_take_exactly_the_keys_limit(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
     sim.set_default("openai", Fault.delay(0.05))
-    loaded = keys(tmp_path, "{limits: {rpm: 5, max_concurrency: 3}}")
+    loaded = keys(tmp_path, "{id: ID, limits: {rpm: 5, max_concurrency: 3}}")
     async with gateway({"m": agent(sim)}, keys=loaded) as url, aiohttp.ClientSession() as http:
         statuses = await asyncio.gather(*(post(http, url, LIMITED) for _ in range(20)))
     codes = sorted(s for s, _, _ in statuses)
@@ -99,7 +102,7 @@ async def test_tokens_reserved_are_reconciled_with_the_replys_usage(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
     sim.set_default("openai", Fault.ok("hi", usage=(10, 5)))
-    loaded = keys(tmp_path, "{limits: {tpm: 1000}}")
+    loaded = keys(tmp_path, "{id: ID, limits: {tpm: 1000}}")
     async with gateway({"m": agent(sim)}, keys=loaded) as url, aiohttp.ClientSession() as http:
         # Each reserves its prompt plus 600: two at once would not fit; one after another
         # does, as the first gives back all but the 15 tokens it used.
@@ -114,7 +117,7 @@ async def test_a_spent_key_budget_is_a_429_insufficient_quota_streams_counted(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
     sim.set_default("openai", Fault.ok("hi", usage=(100, 100)))
-    loaded = keys(tmp_path, "{id: team-a, budget: {usd: 0.003, per: day}}")
+    loaded = keys(tmp_path, "{id: ID, budget: {usd: 0.003, per: day}}")
     chain = agent(sim, price=(10.0, 10.0))  # $0.002 a call of 200 tokens
     async with gateway({"m": chain}, keys=loaded) as url, aiohttp.ClientSession() as http:
         assert (await post(http, url, LIMITED, stream=True))[0] == 200
@@ -131,7 +134,7 @@ async def test_a_keys_limit_is_shared_by_gateways_on_one_redis(
     sim: SimulatedServer, tmp_path: Path, redis_server_factory: Callable[[], RedisServer]
 ) -> None:
     redis = redis_server_factory()
-    loaded = keys(tmp_path, "{id: shared, limits: {rpm: 3, window: 30}}")
+    loaded = keys(tmp_path, "{id: ID, limits: {rpm: 3, window: 30}}")
     one, two = (agent(sim, RedisHealthStore(redis.url)) for _ in range(2))
     async with (
         gateway({"m": one}, keys=loaded) as url_one,
@@ -143,10 +146,10 @@ async def test_a_keys_limit_is_shared_by_gateways_on_one_redis(
     assert statuses.count(200) == 3 and sim.count("openai") == 3
 
 
-async def test_the_memory_store_is_the_gateways_own_when_it_has_no_redis(
+async def test_the_memory_store_is_the_agents_health_store(
     sim: SimulatedServer, tmp_path: Path
 ) -> None:
-    loaded = keys(tmp_path, "{limits: {rpm: 1, window: 30}}")
+    loaded = keys(tmp_path, "{id: ID, limits: {rpm: 1, window: 30}}")
     chain = agent(sim, MemoryHealthStore())
     async with gateway({"m": chain}, keys=loaded) as url, aiohttp.ClientSession() as http:
         assert [(await post(http, url, LIMITED))[0] for _ in range(2)] == [200, 429]
