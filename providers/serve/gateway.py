@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from orchestrator.capacity import Refusal, default_capacity
+from orchestrator.capacity import Refusal, default_capacity, used_by
 from providers.serve import anthropic_wire, fields
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
@@ -30,7 +30,7 @@ from providers.serve.misrouted import misrouted
 from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
-from providers.serve.quotas import KeyQuota, Metered, quota_failure, spent_by, want_of
+from providers.serve.quotas import KeyQuota, Metered, quota_failure, want_of
 from providers.serve.responses_wire import ResponsesWire
 from providers.serve.settings import GatewaySettings
 from providers.serve.streaming import failed, failure_reply, run_whole, stream
@@ -218,8 +218,9 @@ class Gateway:
                 return await stream(ex, wire, call, metered)
             return await run_whole(wire, call, metered)
         finally:
-            tokens, cost = spent_by(metered.attempts)
-            settled = store.settle(ticket, tokens, cost if metered.attempts else want.cost)
+            tokens, cost = used_by(metered.attempts or (), want.price)
+            known = metered.attempts is not None
+            settled = store.settle(ticket, tokens if known else None, cost if known else want.cost)
             if settled is not None:
                 await settled
 

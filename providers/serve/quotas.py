@@ -30,7 +30,7 @@ from orchestrator.tokens import input_tokens_counted
 from orchestrator.types import Attempt, Request
 from providers.serve.failures import Failure
 
-__all__ = ["KeyQuota", "Metered", "parse_quota", "quota_failure", "spent_by", "want_of"]
+__all__ = ["KeyQuota", "Metered", "parse_quota", "quota_failure", "want_of"]
 
 _FIELDS = frozenset({"id", "limits", "budget"})
 _MAX_ID = 64
@@ -85,8 +85,9 @@ def _mapping(data: dict[str, Any], field: str) -> dict[str, Any]:
 
 
 def _dearest(nodes: Iterable[Any]) -> tuple[float, float] | None:
-    """The dearest (input, output) USD per 1M tokens among ``nodes``' providers with a
-    ``price`` (chains walked), None when none has one."""
+    """The dearest (input, output) USD per 1M tokens among ``nodes``' providers (chains
+    walked): each one's ``price``, else the dearest of its family (``dearest_price``);
+    None when none has either."""
     pending, dearest = list(nodes), None
     while pending:
         node = pending.pop()
@@ -94,7 +95,7 @@ def _dearest(nodes: Iterable[Any]) -> tuple[float, float] | None:
         if isinstance(children, tuple):
             pending.extend(children)
             continue
-        price = getattr(node, "price", None)
+        price = getattr(node, "price", None) or getattr(node, "dearest_price", None)
         if isinstance(price, tuple) and len(price) == 2:
             dearest = price if dearest is None else max(dearest, price, key=sum)
     return dearest
@@ -102,18 +103,19 @@ def _dearest(nodes: Iterable[Any]) -> tuple[float, float] | None:
 
 def want_of(quota: KeyQuota, request: Request, node: Any) -> Want:
     """What one call with ``quota``'s key reserves: a request, its input tokens plus
-    ``max_tokens``, and its cost at the dearest price among ``node``'s providers (0 when
-    none has a price: the budget is then checked against what was spent so far)."""
+    ``max_tokens``, and its cost at the dearest price among ``node``'s providers (also what
+    a reply with no cost is counted at; 0 when none has a price: the budget is then
+    checked against what was spent so far)."""
     counted = input_tokens_counted(request) if quota.limits or quota.budget else 0
     tokens = counted + (request.max_tokens or 0)
     charges: tuple[Charge, ...] = ()
-    cost = 0.0
+    cost, price = 0.0, None
     if quota.budget is not None:
         charges = (Charge(f"gateway-key:{quota.id}", quota.budget, "provider"),)
         price = _dearest([node])
         if price is not None:
             cost = (counted * price[0] + (request.max_tokens or 0) * price[1]) / 1_000_000
-    return Want(f"gateway-key:{quota.id}", quota.limits, tokens, charges, cost)
+    return Want(f"gateway-key:{quota.id}", quota.limits, tokens, charges, cost, price)
 
 
 def quota_failure(quota: KeyQuota, refusal: Refusal) -> Failure:
@@ -127,22 +129,6 @@ def quota_failure(quota: KeyQuota, refusal: Refusal) -> Failure:
         return Failure(429, "insufficient_quota", message, wait)
     message = f"gateway key {quota.id}: at its {refusal.which} limit"
     return Failure(429, "rate_limited", message, wait if wait is not None else 1)
-
-
-def spent_by(attempts: Iterable[Attempt] | None) -> tuple[int | None, float]:
-    """Tokens and dollars a call's attempts used (tokens None when unknown: an attempt
-    answered without usage, or the attempts are not known)."""
-    if attempts is None:
-        return None, 0.0
-    tokens: int | None = 0
-    cost = 0.0
-    for attempt in attempts:
-        if attempt.usage is not None:
-            tokens = None if tokens is None else tokens + attempt.usage.total_tokens
-        elif attempt.ok:
-            tokens = None
-        cost += attempt.cost_usd or 0.0
-    return tokens, cost
 
 
 class Metered:
