@@ -33,7 +33,17 @@ if TYPE_CHECKING:
     from orchestrator.engine.run import Run
     from orchestrator.types import Attempt, Request
 
-__all__ = ["Capacity", "Ticket", "admit", "every_child_full", "peek", "refused_error", "settle"]
+__all__ = [
+    "Capacity",
+    "Ticket",
+    "Want",
+    "admit",
+    "admit_waiting",
+    "every_child_full",
+    "peek",
+    "refused_error",
+    "settle",
+]
 
 Unpriced = Literal["dearest", "refuse"] | tuple[float, float]
 _COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
@@ -160,16 +170,32 @@ def peek(agent: FallbackAgent, provider: Any, request: Request) -> BaseException
     return None if want is None else refused_error(provider.name, want)
 
 
-async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | None:
-    """Reserve a call to ``provider`` (a Ticket to :func:`settle`), None when nothing limits
-    it, or the error to skip it with: after waiting up to ``wait_for_capacity`` (within
-    the run's deadline) for a limit to free."""
+def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | Want | None:
+    """Reserve a call to ``provider`` now, without a coroutine (the hot path): a Ticket to
+    :func:`settle`, None when nothing limits it, the error to skip it with, or its
+    :class:`Want` when it must go to :func:`admit_waiting` (a store with a round trip, or
+    a refusal ``wait_for_capacity`` may wait out)."""
     agent = run.agent
     want = want_of(agent.name, agent.capacity, provider, request)
     if want is None:
         return None
     if isinstance(want, Refusal):
         return refused_error(provider.name, want)
+    take_now = getattr(store_of(agent.health_store, agent.clock), "take_now", None)
+    if take_now is None:
+        return want
+    got = take_now(want)
+    if isinstance(got, Ticket):
+        return got
+    if got.reason != "at_capacity" or agent.capacity.wait is None:
+        return refused_error(provider.name, got)
+    return want
+
+
+async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseException:
+    """Reserve ``want`` (from :func:`admit`) in a store that needs a round trip, or after
+    waiting up to ``wait_for_capacity`` (within the run's deadline) for a limit to free."""
+    agent = run.agent
     store, clock = store_of(agent.health_store, agent.clock), agent.clock
     wait = agent.capacity.wait
     until = None if wait is None else clock.now() + wait
@@ -197,10 +223,13 @@ async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseExcep
 def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
     """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
     an awaitable when the store needs a round trip for it (Redis)."""
-    name = ticket.want.name
-    mine = (a for a in run.log.attempts[since:] if a.agent == name and a.attempt_number)
-    tokens, cost = used_by(mine, ticket.want.price)
-    return store_of(run.agent.health_store, run.agent.clock).settle(ticket, tokens, cost)
+    want = ticket.want
+    store = store_of(run.agent.health_store, run.agent.clock)
+    if not want.charges and (want.limits is None or not want.limits.tpm):
+        return store.settle(ticket, None, 0.0)  # nothing counted to correct: the hot path
+    mine = (a for a in run.log.attempts[since:] if a.agent == want.name and a.attempt_number)
+    tokens, cost = used_by(mine, want.price)
+    return store.settle(ticket, tokens, cost)
 
 
 def every_child_full(attempts: tuple[Attempt, ...] | list[Attempt]) -> RateLimited | None:
