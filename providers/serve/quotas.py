@@ -16,6 +16,7 @@ settles with what the call's attempts used and cost.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from providers.serve.failures import Failure
 __all__ = ["KeyQuota", "Metered", "parse_quota", "quota_failure", "want_of"]
 
 _FIELDS = frozenset({"id", "limits", "budget"})
-_MAX_ID = 64
+_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")  # shown in labels, messages and store keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +64,8 @@ def parse_quota(text: str, where: str, line: int) -> KeyQuota | None:
     if not isinstance(data, dict) or not set(data) <= _FIELDS:
         raise ValueError(f"{where}: after the digest, a mapping of id, limits and budget only")
     ident = data.get("id", f"key{line}")
-    if not isinstance(ident, str) or not ident or len(ident) > _MAX_ID or not ident.isprintable():
-        raise ValueError(f"{where}: id must be printable text of 1 to {_MAX_ID} characters")
+    if not isinstance(ident, str) or _ID.fullmatch(ident) is None:
+        raise ValueError(f"{where}: id must be 1 to 64 of A-Z a-z 0-9 . _ - (a metric label)")
     try:
         limits = None if data.get("limits") is None else Limits(**_mapping(data, "limits"))
         budget = None if data.get("budget") is None else Budget(**_mapping(data, "budget"))

@@ -63,7 +63,17 @@ def test_a_key_file_line_carries_limits_and_a_budget(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "quota",
-    ["{limits: {rpm: 0}}", "{limits: {rpms: 5}}", "{budget: {usd: -1}}", "{sk-secret-x: 1}", "[1"],
+    [
+        "{limits: {rpm: 0}}",
+        "{limits: {rpms: 5}}",
+        "{budget: {usd: -1}}",
+        "{sk-secret-x: 1}",
+        "[1",
+        "{id: 'team a'}",
+        "{id: 'x{y}'}",
+        "{id: ''}",
+        "{id: 7}",
+    ],
 )
 def test_a_bad_quota_names_the_line_and_never_quotes_it(tmp_path: Path, quota: str) -> None:
     with pytest.raises(ValueError, match=r"gateway\.keys:1: ") as caught:
