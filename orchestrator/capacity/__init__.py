@@ -13,7 +13,7 @@ The engine reserves before each call and settles after
 from __future__ import annotations
 
 from orchestrator.capacity.memory import MemoryCapacity, default_capacity, reset_default_capacity
-from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want
+from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want, used_by
 from orchestrator.capacity.values import PERIODS, Budget, Limits, Period, checked, period_bounds
 
 __all__ = [
@@ -31,4 +31,5 @@ __all__ = [
     "default_capacity",
     "period_bounds",
     "reset_default_capacity",
+    "used_by",
 ]

@@ -24,14 +24,16 @@ class _Log:
     """One limiter: entries ``[time, tokens, live]`` oldest first (``live`` 0 once out of
     the window), the live entries' token sum, and the calls in flight."""
 
-    __slots__ = ("entries", "inflight", "tokens")
+    __slots__ = ("entries", "inflight", "tokens", "window")
 
     def __init__(self) -> None:
         self.entries: deque[list[float]] = deque()
         self.tokens = 0.0
         self.inflight = 0
+        self.window = 60.0  # the last one pruned by: what usage() prunes by
 
     def prune(self, now: float, window: float) -> None:
+        self.window = window
         entries = self.entries
         while entries and entries[0][0] <= now - window:
             gone = entries.popleft()
@@ -119,8 +121,10 @@ class MemoryCapacity:
     def usage(self) -> dict[str, dict[str, float]]:
         """Each limiter's calls, tokens and in-flight count in its window; each budget's spend."""
         out: dict[str, dict[str, float]] = {}
+        now = self.clock.now()
         with self._lock:
             for name, log in self._logs.items():
+                log.prune(now, log.window)  # a quiet limiter's calls leave its window too
                 out[name] = {"requests": len(log.entries), "tokens": log.tokens}
                 out[name]["in_flight"] = log.inflight
             for key, (spent, reserved) in self._spend.items():

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from orchestrator.capacity.values import Budget, Limits
 
-__all__ = ["CapacityStore", "Charge", "Refusal", "Ticket", "Want"]
+if TYPE_CHECKING:
+    from orchestrator.types import Attempt
+
+__all__ = ["CapacityStore", "Charge", "Refusal", "Ticket", "Want", "used_by"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +28,15 @@ class Charge:
 @dataclass(frozen=True, slots=True)
 class Want:
     """One call about to be made: its limiter (by name) and what it reserves there
-    (one request, ``tokens``), the budgets it counts against and the ``cost`` it reserves."""
+    (one request, ``tokens``), the budgets it counts against and the ``cost`` it reserves;
+    ``price`` (USD per 1M input and output tokens) counts a reply that came with no cost."""
 
     name: str
     limits: Limits | None
     tokens: int
     charges: tuple[Charge, ...]
     cost: float
+    price: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +79,24 @@ class CapacityStore(Protocol):
     def usage(self) -> dict[str, dict[str, float]]:
         """Each limiter's use and each budget's spend, as this process sees them."""
         ...
+
+
+def used_by(
+    attempts: Iterable[Attempt], price: tuple[float, float] | None
+) -> tuple[int | None, float]:
+    """Tokens and dollars a call's ``attempts`` used, what its reservation settles with:
+    tokens None when unknown (an attempt answered without saying); an attempt with tokens
+    and no cost counts at ``price`` (the fallback the call was admitted with)."""
+    tokens: int | None = 0
+    cost = 0.0
+    for attempt in attempts:
+        usage = attempt.usage
+        if usage is not None:
+            tokens = None if tokens is None else tokens + usage.total_tokens
+        elif attempt.ok:
+            tokens = None  # it answered without saying what it used: keep the reservation
+        if attempt.cost_usd is not None:
+            cost += attempt.cost_usd
+        elif usage is not None and price is not None:
+            cost += (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+    return tokens, cost

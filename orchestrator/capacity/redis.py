@@ -58,6 +58,8 @@ class RedisCapacity:
         self._down_until: float | None = None  # monotonic: use the local share until then
         self._seen: dict[str, tuple[Refusal, float]] = {}  # name -> last refusal, when
         self._owner, self._calls = uuid.uuid4().hex[:12], 0  # call ids: unique, cheap
+        self._asked: dict[str, Want] = {}  # limiter name -> a call of it (what refresh reads)
+        self._view: dict[str, dict[str, float]] = {}  # usage() as refresh last read it
 
     def peek(self, want: Want) -> Refusal | None:
         """The last refusal this process saw for ``want``'s limiter while it still holds
@@ -76,6 +78,8 @@ class RedisCapacity:
         if self._down_until is not None and self.clock.now() < self._down_until:
             return self._local_take(want)
         self._calls += 1
+        if want.name not in self._asked:  # bounded: one per limiter the chains name
+            self._asked[want.name] = want
         call = f"{self._owner}{self._calls:x}"
         names, args = self._call_args(want, call)
         try:
@@ -118,8 +122,25 @@ class RedisCapacity:
         return self._settle(names, args)
 
     def usage(self) -> dict[str, dict[str, float]]:
-        """This process's local share (used while Redis was down); see :meth:`read`."""
-        return self.local.usage()
+        """What :meth:`refresh` last read from Redis, over this process's local share (used
+        while Redis was down); no round trip (see :meth:`read`)."""
+        return {**self.local.usage(), **self._view}
+
+    async def refresh(self) -> None:
+        """Read the use and spend of every limiter and budget this process has taken from
+        into :meth:`usage` (before a ``/metrics`` scrape); Redis errors leave it as it was."""
+        wants = list(self._asked.values())
+        limited = [w.name for w in wants if w.limits is not None]
+        charges = list({c.key: c for w in wants for c in w.charges}.values())
+        try:
+            view = await self.read(limited) if limited else {}
+            spent = await self.spend(charges) if charges else {}
+        except Exception as e:  # redis-py's own errors, a timeout: keep the last view
+            if isinstance(e, TimeoutError | OSError) or type(e).__module__.startswith("redis"):
+                return
+            raise
+        view.update({f"{key}:now": {"spent_usd": usd} for key, usd in spent.items()})
+        self._view = view
 
     async def read(self, names: list[str]) -> dict[str, dict[str, float]]:
         """Each named limiter's calls, tokens and calls in flight in Redis now."""

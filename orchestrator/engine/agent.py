@@ -131,7 +131,7 @@ class FallbackAgent(KeywordChecked):
         affinity_ttl: float | timedelta = DEFAULT_AFFINITY_TTL,
         budget: Budget | None = None,
         wait_for_capacity: float | timedelta | None = None,
-        budget_unpriced: Unpriced = "refuse",
+        budget_unpriced: Unpriced = "dearest",
     ) -> None:
         self.children: tuple[Provider | FallbackAgent, ...] = _check_children(children)
         self.clock: Clock = clock or SYSTEM_CLOCK

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import events
 from orchestrator.capacity.memory import default_capacity
-from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want
+from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want, used_by
 from orchestrator.capacity.values import Budget
 from orchestrator.errors import AtCapacity, BudgetExceeded, BudgetSpent, RateLimited
 from orchestrator.tokens import input_tokens_counted, load_tokenizer
@@ -33,9 +33,19 @@ if TYPE_CHECKING:
     from orchestrator.engine.run import Run
     from orchestrator.types import Attempt, Request
 
-__all__ = ["Capacity", "Ticket", "admit", "every_child_full", "peek", "refused_error", "settle"]
+__all__ = [
+    "Capacity",
+    "Ticket",
+    "Want",
+    "admit",
+    "admit_waiting",
+    "every_child_full",
+    "peek",
+    "refused_error",
+    "settle",
+]
 
-Unpriced = Literal["refuse"] | tuple[float, float]
+Unpriced = Literal["dearest", "refuse"] | tuple[float, float]
 _COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
 _POLL = 0.01  # how often a wait for a call in flight to end looks again (seconds)
 
@@ -44,11 +54,13 @@ _POLL = 0.01  # how often a wait for a call in flight to end looks again (second
 class Capacity:
     """A chain's own capacity settings: its ``budget``, how long a call may wait for a
     limit (``wait``, seconds; None: skip at once) and how a reply with no price counts
-    (``unpriced``: ``"refuse"`` the call, or a ``(usd_per_1M_in, usd_per_1M_out)`` price)."""
+    (``unpriced``: ``"dearest"``, its tokens at the dearest known price of its family, a
+    provider's ``dearest_price``, refused when it has none; ``"refuse"`` the call; or a
+    ``(usd_per_1M_in, usd_per_1M_out)`` price)."""
 
     budget: Budget | None = None
     wait: float | None = None
-    unpriced: Unpriced = "refuse"
+    unpriced: Unpriced = "dearest"
 
     @classmethod
     def of(
@@ -64,14 +76,10 @@ class Capacity:
             load_tokenizer()
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget: expected Budget, got {type(budget).__name__}")
-        ok = unpriced == "refuse" or (
-            isinstance(unpriced, tuple)
-            and len(unpriced) == 2
-            and all(isinstance(p, int | float) and p >= 0 for p in unpriced)
-        )
-        if not ok:
+        if unpriced not in ("dearest", "refuse") and not _is_price(unpriced):
             raise ValueError(
-                f"budget_unpriced={unpriced!r} must be 'refuse' or (usd_per_1M_in, usd_per_1M_out)"
+                f"budget_unpriced={unpriced!r} must be 'dearest', 'refuse' or "
+                "(usd_per_1M_in, usd_per_1M_out)"
             )
         return cls(budget, seconds_or_none(wait, "wait_for_capacity"), unpriced)
 
@@ -104,15 +112,36 @@ def want_of(
         charges.append(Charge(f"agent:{agent_name}", rules.budget, "agent"))
     tokens = input_tokens_counted(request) if limits is not None and limits.tpm else 0
     cost = 0.0
+    fallback = None
     if charges:
-        price = getattr(provider, "price", None) or (
-            rules.unpriced if rules.unpriced != "refuse" else None
-        )
+        price = getattr(provider, "price", None)
+        if price is None:
+            price = fallback = _unpriced_price(rules.unpriced, provider)
         if price is None:
             return Refusal("budget", "unpriced", None)
         counted = tokens or input_tokens_counted(request)
         cost = (counted * price[0] + (request.max_tokens or 0) * price[1]) / 1_000_000
-    return Want(provider.name, limits, tokens + (request.max_tokens or 0), tuple(charges), cost)
+    reserved = tokens + (request.max_tokens or 0)
+    return Want(provider.name, limits, reserved, tuple(charges), cost, fallback)
+
+
+def _is_price(value: object) -> bool:
+    """Whether ``value`` is ``(usd_per_1M_in, usd_per_1M_out)``: two numbers >= 0."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in value)
+    )
+
+
+def _unpriced_price(unpriced: Unpriced, provider: Any) -> tuple[float, float] | None:
+    """The price a provider with none is counted at under ``budget_unpriced`` (None: refuse)."""
+    if unpriced == "refuse":
+        return None
+    if unpriced == "dearest":  # duck-typed, as routing's cost order reads price and rates
+        dearest = getattr(provider, "dearest_price", None)
+        return dearest if _is_price(dearest) else None
+    return unpriced
 
 
 def refused_error(name: str, refusal: Refusal) -> BaseException:
@@ -141,16 +170,32 @@ def peek(agent: FallbackAgent, provider: Any, request: Request) -> BaseException
     return None if want is None else refused_error(provider.name, want)
 
 
-async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | None:
-    """Reserve a call to ``provider`` (a Ticket to :func:`settle`), None when nothing limits
-    it, or the error to skip it with: after waiting up to ``wait_for_capacity`` (within
-    the run's deadline) for a limit to free."""
+def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | Want | None:
+    """Reserve a call to ``provider`` now, without a coroutine (the hot path): a Ticket to
+    :func:`settle`, None when nothing limits it, the error to skip it with, or its
+    :class:`Want` when it must go to :func:`admit_waiting` (a store with a round trip, or
+    a refusal ``wait_for_capacity`` may wait out)."""
     agent = run.agent
     want = want_of(agent.name, agent.capacity, provider, request)
     if want is None:
         return None
     if isinstance(want, Refusal):
         return refused_error(provider.name, want)
+    take_now = getattr(store_of(agent.health_store, agent.clock), "take_now", None)
+    if take_now is None:
+        return want
+    got = take_now(want)
+    if isinstance(got, Ticket):
+        return got
+    if got.reason != "at_capacity" or agent.capacity.wait is None:
+        return refused_error(provider.name, got)
+    return want
+
+
+async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseException:
+    """Reserve ``want`` (from :func:`admit`) in a store that needs a round trip, or after
+    waiting up to ``wait_for_capacity`` (within the run's deadline) for a limit to free."""
+    agent = run.agent
     store, clock = store_of(agent.health_store, agent.clock), agent.clock
     wait = agent.capacity.wait
     until = None if wait is None else clock.now() + wait
@@ -178,29 +223,13 @@ async def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseExcep
 def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
     """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
     an awaitable when the store needs a round trip for it (Redis)."""
-    attempts, name = run.log.attempts, ticket.want.name
-    unpriced = run.agent.capacity.unpriced
-    tokens: int | None = 0
-    cost = 0.0
-    for i in range(since, len(attempts)):
-        attempt = attempts[i]
-        if attempt.agent != name or not attempt.attempt_number:
-            continue
-        if attempt.usage is not None:
-            tokens = None if tokens is None else tokens + attempt.usage.total_tokens
-        elif attempt.ok:
-            tokens = None  # it answered without saying what it used: keep the reservation
-        cost += _cost(attempt, unpriced)
-    return store_of(run.agent.health_store, run.agent.clock).settle(ticket, tokens, cost)
-
-
-def _cost(attempt: Attempt, unpriced: Unpriced) -> float:
-    if attempt.cost_usd is not None:
-        return attempt.cost_usd
-    if attempt.usage is None or unpriced == "refuse":
-        return 0.0
-    usage = attempt.usage
-    return (usage.input_tokens * unpriced[0] + usage.output_tokens * unpriced[1]) / 1_000_000
+    want = ticket.want
+    store = store_of(run.agent.health_store, run.agent.clock)
+    if not want.charges and (want.limits is None or not want.limits.tpm):
+        return store.settle(ticket, None, 0.0)  # nothing counted to correct: the hot path
+    mine = (a for a in run.log.attempts[since:] if a.agent == want.name and a.attempt_number)
+    tokens, cost = used_by(mine, want.price)
+    return store.settle(ticket, tokens, cost)
 
 
 def every_child_full(attempts: tuple[Attempt, ...] | list[Attempt]) -> RateLimited | None:

@@ -80,7 +80,9 @@ class ProviderChild:
         (:mod:`~orchestrator.engine.capacity`) and, once the call ends, settled.
         """
         unfit = self.can_serve(request)
-        ticket = await capacity.admit(run, self.provider, request) if unfit is None else None
+        ticket = capacity.admit(run, self.provider, request) if unfit is None else None
+        if isinstance(ticket, capacity.Want):  # a round trip to the store, or a wait
+            ticket = await capacity.admit_waiting(run, self.provider, ticket)
         if isinstance(ticket, BaseException):
             unfit = ticket  # at a limit or over a budget: skipped too, or the run ends
         if unfit is not None:

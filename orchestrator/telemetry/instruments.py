@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
+from orchestrator.telemetry.capacity import CapacityGauges
 from orchestrator.telemetry.histograms import HistogramTally, attach
 from orchestrator.telemetry.installed import PerProvider, api, meter_provider
 from orchestrator.telemetry.tallies import Tally
@@ -30,7 +31,16 @@ Attrs = Mapping[str, str | int]
 class Instruments:
     """The metric instruments of one meter, and how the engine records into them."""
 
-    __slots__ = ("attempts", "cost", "duration", "fallbacks", "first_chunk", "tokens", "watched")
+    __slots__ = (
+        "attempts",
+        "capacity",
+        "cost",
+        "duration",
+        "fallbacks",
+        "first_chunk",
+        "tokens",
+        "watched",
+    )
 
     def __init__(self, meter: Any, provider: Any = None) -> None:
         #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
@@ -65,16 +75,26 @@ class Instruments:
             unit="1",
             description="Circuit state by provider: 0 closed, 1 half-open, 2 open.",
         )
+        self.capacity = CapacityGauges(meter, self._capacity_stores)
 
     def fallback(self, frm: str, to: str, reason: str) -> None:
         """One hand-over from ``frm`` to ``to``."""
         self.fallbacks.add(1, {n.FROM: frm, n.TO: to, n.REASON: reason})
 
     def watch(self, agent: FallbackAgent) -> None:
-        """Report ``agent``'s circuits in ``failover.circuit.state``."""
-        if agent.health_store is not None and agent not in self.watched:
+        """Report ``agent``'s circuits in ``failover.circuit.state`` and its capacity store's
+        limiters and budgets in ``failover.capacity.used`` and ``failover.budget.spent``."""
+        if agent not in self.watched:
             with _lock:
                 self.watched.add(agent)
+
+    def _capacity_stores(self) -> list[Any]:
+        """The capacity stores of the watched agents' health stores (those without one
+        count in the process's default store, which the gauges always read)."""
+        with _lock:
+            agents = list(self.watched)
+        stores = [getattr(a.health_store, "capacity", None) for a in agents]
+        return [s for s in stores if s is not None]
 
     def _circuit_states(self, options: Any) -> Iterable[Any]:
         """The gauge's callback (on the reader's thread): each watched provider's circuit,

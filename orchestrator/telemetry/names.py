@@ -73,6 +73,15 @@ METRIC_ATTEMPTS = "failover.attempts"
 METRIC_FALLBACKS = "failover.fallbacks"
 METRIC_COST = "failover.cost"
 METRIC_CIRCUIT = "failover.circuit.state"
+METRIC_CAPACITY = "failover.capacity.used"
+METRIC_BUDGET = "failover.budget.spent"
+#: ``failover.capacity.used``'s labels: the limiter (a provider's name, ``gateway-key:<id>``)
+#: and what is counted (``rpm``: requests in the window, ``tpm``: tokens, ``concurrency``).
+LIMITER = "failover.limiter"
+CAPACITY_KIND = "failover.capacity.kind"
+#: ``failover.budget.spent``'s label: ``agent:<name>``, ``provider:<name>``,
+#: ``gateway-key:<id>``.
+BUDGET_SCOPE = "failover.budget.scope"
 
 #: ``failover.circuit.state`` values.
 CIRCUIT_STATES = {"closed": 0, "half_open": 1, "open": 2}

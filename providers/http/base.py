@@ -38,7 +38,7 @@ from providers.http.body import (
     check_max_bytes,
 )
 from providers.http.caller import HTTPCaller, error_body
-from providers.http.catalogue import model_facts
+from providers.http.catalogue import FamilyPriced, model_facts
 from providers.http.cost import cost_of, validate_price
 from providers.http.documents import load_json, load_json_async
 from providers.http.endpoint import base_url_from_env, join_url
@@ -95,7 +95,7 @@ class VendorSettings(TypedDict, total=False):
     accepts_prefill: bool | None
 
 
-class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader):
+class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
     """Base of the vendor providers: validated settings and the HTTP boundary.
 
     ``timeout`` (seconds) bounds a whole attempt, from connecting to the last

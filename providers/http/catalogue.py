@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from orchestrator.types import Usage
@@ -43,7 +43,9 @@ __all__ = [
     "CatalogueEntry",
     "ModelFacts",
     "Rates",
+    "FamilyPriced",
     "check_window",
+    "dearest_price",
     "lookup",
     "model_facts",
     "official",
@@ -65,6 +67,11 @@ VENDORS = {
 _DATE = re.compile(r"(?:[-@]20\d{2}-?\d{2}-?\d{2}|-latest|-v\d+(?::\d+)?)$")
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, str], CatalogueEntry | None] = {}
+_DEAREST: dict[str, tuple[float, float] | None] = {}  # family -> its dearest rates
+_PLATFORMS = frozenset({"azure", "vertex"})  # families serving other vendors' models
+#: A family whose vendor's listing also holds others' models (Google's lists Vertex's
+#: Claude): the prefixes of its own.
+_OWN_MODELS = {"gemini": ("gemini", "gemma"), "google": ("gemini", "gemma")}
 
 Tiers = tuple[tuple[int, float], ...]
 
@@ -174,6 +181,46 @@ def vendor_rates(family: str, model: str | None, base_url: str | None) -> Rates 
         return None
     entry = lookup(vendor, model)
     return entry.rates if entry is not None else None
+
+
+def dearest_price(family: str) -> tuple[float, float] | None:
+    """The dearest known (USD per 1M input, per 1M output) of ``family``'s vendor in the
+    catalogue, each the highest rate or tier any of its models bills (the vendors it
+    serves, for a platform): what a budget counts a reply with no price at. Cached."""
+    vendor = VENDORS.get(family)
+    if vendor is None:
+        return None
+    with _LOCK:
+        if family in _DEAREST:
+            return _DEAREST[family]
+    provider = _provider(vendor)
+    served = [provider] if provider is not None else []
+    if family in _PLATFORMS:  # it serves other vendors' models too: theirs count
+        served += [_provider(o) for o in getattr(provider, "fallback_model_providers", ()) or ()]
+    only = _OWN_MODELS.get(family, ("",))
+    models = [m for p in served if p is not None for m in p.models if m.id.startswith(only)]
+    rates = [r for r in map(_rates, models) if r is not None]
+    found = None
+    if rates:
+        found = (
+            max(max([r.input, *(t for _, t in r.input_tiers)]) for r in rates),
+            max(max([r.output, *(t for _, t in r.output_tiers)]) for r in rates),
+        )
+    with _LOCK:
+        _DEAREST[family] = found
+    return found
+
+
+class FamilyPriced:
+    """Mixin for a provider with a ``family``: ``dearest_price``, read by the engine's
+    budgets (``budget_unpriced="dearest"``) when the provider has no ``price``."""
+
+    family: ClassVar[str]
+
+    @property
+    def dearest_price(self) -> tuple[float, float] | None:
+        """The dearest known price of this provider's family (:func:`dearest_price`)."""
+        return dearest_price(self.family)
 
 
 def check_window(value: int | None, *, field: str) -> int | None:

@@ -28,6 +28,7 @@ _ERROR_TYPES = {
     "not_found": "not_found_error",
     "too_large": "request_too_large",
     "rate_limited": "rate_limit_error",
+    "insufficient_quota": "rate_limit_error",  # Anthropic has no 429 of its own for spend
     "overloaded": "overloaded_error",
     "unavailable": "overloaded_error",
     "internal": "api_error",

@@ -8,6 +8,8 @@ compared with every stored digest by :func:`hmac.compare_digest`: the time taken
 says nothing about how much of a key matched. The client's key is only ever
 compared: requests to providers are built from the chain file's own keys.
 
+A line may go on with the key's limits and budget (:mod:`providers.serve.quotas`).
+
 ``/metrics`` takes a gateway key, or a metrics key (``FAILOVER_METRICS_KEYS`` and/or
 ``--metrics-keys-file``, same formats), which opens ``/metrics`` and nothing else: a
 scraper needs no key that can spend provider tokens. ``--public-metrics`` opens it to all.
@@ -21,6 +23,8 @@ import ipaddress
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from providers.serve.quotas import KeyQuota, parse_quota
 
 __all__ = ["ENV", "METRICS_ENV", "GatewayKeys", "hash_key", "is_loopback"]
 
@@ -45,9 +49,16 @@ class GatewayKeys:
 
     ``metrics`` holds the digests of keys that open ``/metrics`` only."""
 
-    def __init__(self, digests: Iterable[bytes] = (), metrics: Iterable[bytes] = ()) -> None:
+    def __init__(
+        self,
+        digests: Iterable[bytes] = (),
+        metrics: Iterable[bytes] = (),
+        quotas: Iterable[KeyQuota | None] = (),
+    ) -> None:
         self._digests = tuple(digests)
         self._metrics = tuple(metrics)
+        given = tuple(quotas)
+        self._quotas = given + (None,) * (len(self._digests) - len(given))
 
     @classmethod
     def load(
@@ -58,7 +69,8 @@ class GatewayKeys:
     ) -> GatewayKeys:
         """Keys from the environment and the key files; ``ValueError`` naming a bad line."""
         env = os.environ if environ is None else environ
-        return cls(_load(env, ENV, key_file), _load(env, METRICS_ENV, metrics_file))
+        digests, quotas = _load(env, ENV, key_file)
+        return cls(digests, _load(env, METRICS_ENV, metrics_file)[0], quotas)
 
     def __bool__(self) -> bool:
         return bool(self._digests)
@@ -70,6 +82,17 @@ class GatewayKeys:
         """Whether ``presented`` is one of the keys; every digest is compared, always."""
         return _among(presented, self._digests)
 
+    def quota_of(self, presented: str | None) -> KeyQuota | None:
+        """The limits and budget of the key ``presented`` (None: it has none, or is no key);
+        every digest is compared, always."""
+        index = _index(presented, self._digests)
+        return None if index is None else self._quotas[index]
+
+    @property
+    def quotas(self) -> tuple[KeyQuota, ...]:
+        """Every key's quota, for ``/metrics``."""
+        return tuple(q for q in self._quotas if q is not None)
+
     def allows_metrics(self, presented: str | None) -> bool:
         """Whether ``presented`` opens ``/metrics``: a gateway key or a metrics key."""
         return _among(presented, self._digests + self._metrics)
@@ -79,24 +102,36 @@ class GatewayKeys:
 
 
 def _among(presented: str | None, digests: tuple[bytes, ...]) -> bool:
+    return _index(presented, digests) is not None
+
+
+def _index(presented: str | None, digests: tuple[bytes, ...]) -> int | None:
+    """Which digest ``presented`` hashes to; every one is compared, so the time taken
+    says nothing about which (or how much of one) matched."""
     if not presented or len(presented) > _MAX_KEY:
-        return False
+        return None
     digest = _digest(presented)
-    ok = False
-    for stored in digests:
-        ok |= hmac.compare_digest(digest, stored)
-    return ok
+    found = -1
+    for i, stored in enumerate(digests):
+        same = hmac.compare_digest(digest, stored)
+        found = i if same else found
+    return None if found < 0 else found
 
 
-def _load(env: Mapping[str, str], name: str, key_file: str | None) -> list[bytes]:
+def _load(
+    env: Mapping[str, str], name: str, key_file: str | None
+) -> tuple[list[bytes], list[KeyQuota | None]]:
     keys = [k.strip() for k in env.get(name, "").split(",") if k.strip()]
     digests = [_digest(k) for k in keys]
+    quotas: list[KeyQuota | None] = [None] * len(digests)
     if key_file:
-        digests += _read_file(Path(key_file))
-    return digests
+        for digest, quota in _read_file(Path(key_file)):
+            digests.append(digest)
+            quotas.append(quota)
+    return digests, quotas
 
 
-def _read_file(path: Path) -> list[bytes]:
+def _read_file(path: Path) -> list[tuple[bytes, KeyQuota | None]]:
     try:
         size = path.stat().st_size
         if size > _MAX_FILE:
@@ -111,7 +146,8 @@ def _read_file(path: Path) -> list[bytes]:
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        hexed = line[len(_PREFIX) :] if line.startswith(_PREFIX) else ""
+        head, rest = [*line.split(None, 1), ""][:2]
+        hexed = head[len(_PREFIX) :] if head.startswith(_PREFIX) else ""
         try:
             digest = bytes.fromhex(hexed)
         except ValueError:
@@ -122,7 +158,7 @@ def _read_file(path: Path) -> list[bytes]:
                 "`failover serve --hash-key`), got a line of "
                 f"{len(line)} characters"
             )
-        digests.append(digest)
+        digests.append((digest, parse_quota(rest.strip(), f"{path}:{n}", n)))
     return digests
 
 

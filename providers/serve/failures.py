@@ -43,7 +43,8 @@ class Failure:
     """A failed request as the gateway answers it.
 
     ``kind`` is one of: invalid_request, authentication, not_found, too_large,
-    rate_limited, overloaded, unavailable, content_filter, context_window, internal.
+    rate_limited, insufficient_quota (a gateway key's budget), overloaded, unavailable,
+    content_filter, context_window, internal.
     """
 
     status: int

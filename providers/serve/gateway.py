@@ -17,18 +17,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from orchestrator.capacity import Refusal, default_capacity, used_by
 from providers.serve import anthropic_wire, fields
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import METRICS_ENV, GatewayKeys, presented_key
-from providers.serve.call import Wire
+from providers.serve.call import ClientCall, Wire
 from providers.serve.exchange import Exchange, Reply, json_reply
 from providers.serve.failures import Failure
 from providers.serve.fields import body_object
 from providers.serve.intake import read_body
 from providers.serve.misrouted import misrouted
-from providers.serve.models import Models
+from providers.serve.models import Model, Models
 from providers.serve.openai_wire import OpenAIWire
 from providers.serve.probes import healthz, metrics, readyz
+from providers.serve.quotas import KeyQuota, Metered, quota_failure, want_of
 from providers.serve.responses_wire import ResponsesWire
 from providers.serve.settings import GatewaySettings
 from providers.serve.streaming import failed, failure_reply, run_whole, stream
@@ -69,6 +71,13 @@ def _presents(ex: Exchange, allows: Callable[[str | None], bool]) -> bool:
     # always compared, so the time taken does not say which one matched.
     bearer = allows(presented_key(ex.header("authorization"), None))
     return allows(presented_key(None, ex.header("x-api-key"))) | bearer
+
+
+def _quota_of(ex: Exchange, keys: GatewayKeys) -> KeyQuota | None:
+    """The quota of the gateway key the client sent (in either header; both compared)."""
+    api_key = keys.quota_of(presented_key(None, ex.header("x-api-key")))
+    bearer = keys.quota_of(presented_key(ex.header("authorization"), None))
+    return api_key or bearer
 
 
 def _model_entry(name: str) -> dict[str, Any]:
@@ -128,7 +137,7 @@ class Gateway:
         """``/metrics`` for a gateway or metrics key, or anyone with ``public_metrics``."""
         public = self.settings.public_metrics or not self.keys
         if public or _presents(ex, self.keys.allows_metrics):
-            return await metrics()
+            return await metrics(self.models.health_stores())
         return failure_reply(_OPENAI, _METRICS_REFUSED)
 
     async def _list_models(self, ex: Exchange) -> Reply:
@@ -180,6 +189,9 @@ class Gateway:
                 model = self.models.get(call.model)
                 if model is None:
                     return failure_reply(wire, self._unknown_model(call.model))
+                quota = _quota_of(ex, self.keys) if self.keys else None
+                if quota is not None:
+                    return await self._within_quota(ex, wire, call, model, quota)
                 if call.stream:
                     return await stream(ex, wire, call, model)
                 return await run_whole(wire, call, model)
@@ -187,6 +199,30 @@ class Gateway:
                 self.in_flight -= 1
 
         return handle
+
+    async def _within_quota(
+        self, ex: Exchange, wire: Wire, call: ClientCall, model: Model, quota: KeyQuota
+    ) -> Reply | None:
+        """Run ``call`` within its key's limits and budget: one atomic take in the capacity
+        store first (429 when refused), settled with the call's real usage and cost after."""
+        stores = self.models.health_stores()
+        store = getattr(stores[0], "capacity", None) if stores else None
+        store = default_capacity() if store is None else store  # the process's, as agents
+        want = want_of(quota, call.request, model.node)
+        ticket = await store.take(want)
+        if isinstance(ticket, Refusal):
+            return failure_reply(wire, quota_failure(quota, ticket))
+        metered: Any = Metered(model)
+        try:
+            if call.stream:
+                return await stream(ex, wire, call, metered)
+            return await run_whole(wire, call, metered)
+        finally:
+            tokens, cost = used_by(metered.attempts or (), want.price)
+            known = metered.attempts is not None
+            settled = store.settle(ticket, tokens if known else None, cost if known else want.cost)
+            if settled is not None:
+                await settled
 
     async def _count_tokens(self, ex: Exchange) -> Reply:
         if not self._authenticated(ex):

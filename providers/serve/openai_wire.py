@@ -28,6 +28,7 @@ _ERROR_TYPES = {
     "not_found": "invalid_request_error",
     "too_large": "invalid_request_error",
     "rate_limited": "rate_limit_error",
+    "insufficient_quota": "insufficient_quota",  # OpenAI's 429 for a spent quota
     "overloaded": "server_error",
     "unavailable": "server_error",
     "internal": "server_error",
@@ -37,6 +38,7 @@ _ERROR_CODES = {
     "content_filter": "content_filter",
     "not_found": "model_not_found",
     "rate_limited": "rate_limit_exceeded",
+    "insufficient_quota": "insufficient_quota",
     "authentication": "invalid_api_key",
 }
 

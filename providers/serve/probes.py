@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from typing import Any
 
@@ -10,6 +12,8 @@ from providers.serve.exchange import Reply, json_reply
 from providers.serve.models import Models
 
 __all__ = ["healthz", "metrics", "readyz"]
+
+_REFRESH_TIMEOUT = 1.0  # seconds a scrape waits for a shared store's capacity figures
 
 
 def healthz() -> Reply:
@@ -35,9 +39,15 @@ def readyz(models: Models) -> Reply:
     return json_reply(200, {"status": status, "models": len(models.names()), "stores": stores})
 
 
-async def metrics() -> Reply:
+async def metrics(stores: list[Any] | None = None) -> Reply:
     """The Prometheus exposition of the chain's metrics (the worker's meter provider: see
-    :mod:`providers.serve.meters`), or 501 when the exporter is not installed."""
+    :mod:`providers.serve.meters`), or 501 when the exporter is not installed. A shared
+    store's capacity figures are read first (one bounded round trip each)."""
+    for store in stores or ():
+        refresh = getattr(getattr(store, "capacity", None), "refresh", None)
+        if refresh is not None:
+            with contextlib.suppress(TimeoutError):  # the gauges show the figures read last
+                await asyncio.wait_for(refresh(), _REFRESH_TIMEOUT)
     data = prometheus_exposition()
     if data is None:
         return Reply(

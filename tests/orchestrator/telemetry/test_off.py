@@ -44,6 +44,7 @@ def test_public_api_is_exactly_all() -> None:
     import orchestrator.telemetry as telemetry
 
     modules = {
+        "capacity",
         "describe",
         "histograms",
         "installed",
