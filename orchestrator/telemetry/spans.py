@@ -201,9 +201,12 @@ class RunTrace:
             span = self.tracer.start_span(
                 described.name, context=self.context, kind=kind, attributes=attrs
             )
-        track = AttemptTrack(self, described, number, self.run.agent.clock.now(), span)
+        # The start is needed only for a stream's time to its first chunk.
+        streamed = self.meters is not None and hasattr(self.run.delivery, "on_chunk")
+        started = self.run.agent.clock.now() if streamed else 0.0
+        track = AttemptTrack(self, described, number, started, span)
         self.open.append(track)
-        if self.meters is not None and hasattr(self.run.delivery, "on_chunk"):
+        if streamed:
             self.run.delivery.on_chunk = lambda: self._first_chunk(track)
         return track
 
