@@ -201,12 +201,11 @@ class RunTrace:
             span = self.tracer.start_span(
                 described.name, context=self.context, kind=kind, attributes=attrs
             )
-        # The start is needed only for a stream's time to its first chunk.
-        streamed = self.meters is not None and hasattr(self.run.delivery, "on_chunk")
-        started = self.run.agent.clock.now() if streamed else 0.0
-        track = AttemptTrack(self, described, number, started, span)
+        track = AttemptTrack(self, described, number, 0.0, span)
         self.open.append(track)
-        if streamed:
+        if self.meters is not None and hasattr(self.run.delivery, "on_chunk"):
+            # The start is read only for what needs it: a stream's time to its first chunk.
+            track.started = self.run.agent.clock.now()
             self.run.delivery.on_chunk = lambda: self._first_chunk(track)
         return track
 
