@@ -12,6 +12,8 @@ servers     the issue-22 report, one run: req/s, server CPU per request and p50/
             gateway on each server (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
             direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
+sse         the servers report's SSE check alone: 512 concurrent streams straight to the
+            simulator, then through one worker on each server
 interfaces  granian's RSGI vs ASGI interface: each answering a fixed reply, 50 connections
 overhead    50 keep-alive connections, no upstream: the gateway over a function provider vs an
             aiohttp handler that parses the body and answers a fixed reply
@@ -406,6 +408,14 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
     return report
 
 
+async def sse_check(sim: Sim, chain: Path) -> dict[str, Any]:
+    """The SSE check of ``servers`` alone: direct, then on each server."""
+    report = {"direct": await sse(sim, chain, None)}
+    for s in SERVERS:
+        report[s] = await sse(sim, chain, server=s)
+    return report
+
+
 async def interfaces(seconds: float) -> dict[str, Any]:
     """granian's two interfaces for Python, with nothing else: req/s and CPU per request."""
     edges = [sys.executable, str(Path(__file__).resolve().parent / "edges.py")]
@@ -610,6 +620,7 @@ async def main(args: argparse.Namespace) -> None:
     try:
         runs = {
             "servers": lambda: servers(sim, chain, args.seconds, args.rate),
+            "sse": lambda: sse_check(sim, chain),
             "interfaces": lambda: interfaces(args.seconds),
             "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),

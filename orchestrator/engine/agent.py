@@ -238,13 +238,15 @@ class FallbackAgent(KeywordChecked):
         timeout: float | timedelta | None = None,
         affinity: str | None = None,
         split_key: str | None = None,
+        progress: bool = False,
     ) -> StreamRun:
         """Stream text chunks as they arrive: ``async with agent.stream(p) as s: async for c in s``.
 
         Failing over is free before the first chunk. After chunks were delivered,
         ``mid_stream`` decides: ``"raise"`` or ``"continue"`` (the next attempt
         continues from the partial text, so no text is seen twice). ``s.result``
-        holds the final :class:`Result` once the stream ends.
+        holds the final :class:`Result` once the stream ends. ``progress``: also yield
+        :data:`~orchestrator.PROGRESS` for each provider event without text (for relays).
         """
         from orchestrator.engine.streaming import StreamRun
 
@@ -252,7 +254,7 @@ class FallbackAgent(KeywordChecked):
         if mode not in ("raise", "continue"):
             raise ValueError(f"mid_stream: {mode!r} is not one of raise, continue")
         keys = Keys.of(affinity, split_key)
-        return StreamRun(self, _as_request(request), mode, timeout, keys)
+        return StreamRun(self, _as_request(request), mode, timeout, keys, progress)
 
     def health(self) -> dict[str, ProviderHealth]:
         """Each provider's circuit state (needs a health store: ``health=True`` or a store)."""

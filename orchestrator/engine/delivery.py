@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from orchestrator.engine.deadlines import PROGRESS
 from orchestrator.errors import PrefillUnsupported, Rejected, StreamInterrupted
 from orchestrator.types import Message, Request, Response, ToolCallDelta
 
@@ -84,6 +85,7 @@ class Streamed:
         "left",
         "mode",
         "on_chunk",
+        "progress",
         "refused_prefill",
         "sink",
         "source",
@@ -102,6 +104,9 @@ class Streamed:
         self.source: str | None = None
         #: Children that refused a prefill this run: continued by a user turn from then on.
         self.refused_prefill: set[str] = set()
+        #: The consumer also takes :data:`PROGRESS` for each protocol event without text (a
+        #: relay keeps its own client's stream in step with the provider's).
+        self.progress = False
 
     def call(self, child: Any, request: Request, run: Run) -> Awaitable[Response]:
         """One streamed call of ``child``, continuing from what was delivered if so asked;
@@ -180,6 +185,8 @@ class Streamed:
                         if not self.delivered:
                             self.source = child.name
                         self.delivered.append(item)
+                        self.sink.put_nowait(item)
+                    elif self.progress and item is PROGRESS:
                         self.sink.put_nowait(item)
                 elif isinstance(item, Response):
                     final = item

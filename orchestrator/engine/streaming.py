@@ -29,8 +29,11 @@ class StreamRun:
 
     The chain runs in a task of its own; chunks reach the consumer through a
     queue. Leaving the ``async with`` block early cancels the run; nothing is
-    left running. Errors (``FallbackError``, a terminal error, a mid-stream
-    failure with ``mid_stream="raise"``) are raised from the ``async for``.
+    left running. With ``progress``, :data:`~orchestrator.PROGRESS` (an empty string) also
+    comes for each provider event that moves the stream without text (a block boundary,
+    the stop reason, usage): what a relay needs to keep its client in step. Errors
+    (``FallbackError``, a terminal error, a mid-stream failure with ``mid_stream="raise"``)
+    are raised from the ``async for``.
     """
 
     def __init__(
@@ -40,12 +43,14 @@ class StreamRun:
         mode: Literal["raise", "continue"],
         timeout: float | timedelta | None,
         keys: Keys | None = None,
+        progress: bool = False,
     ) -> None:
         self._agent = agent
         self._keys = keys
         self._request = request
         self._mode = mode
         self._timeout = timeout
+        self._progress = progress
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._run: Run | None = None
         self._task: asyncio.Task[Result] | None = None
@@ -53,6 +58,7 @@ class StreamRun:
 
     async def __aenter__(self) -> StreamRun:
         delivery = self._delivery = Streamed(self._queue, self._mode)
+        delivery.progress = self._progress
         self._run = Run.start(
             self._agent, self._request, None, self._timeout, delivery, keys=self._keys
         )

@@ -15,13 +15,14 @@ elsewhere :mod:`orchestrator.telemetry.instruments` keeps the SDK's histograms.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["HistogramTally", "attach"]
+__all__ = ["HistogramTally", "add", "attach"]
 
 
 class HistogramTally:
@@ -29,30 +30,37 @@ class HistogramTally:
 
     __slots__ = ("_lock", "_points", "bounds", "description", "name", "start", "unit")
 
-    def __init__(self, name: str, unit: str, description: str, bounds: Sequence[float]) -> None:
+    def __init__(
+        self,
+        name: str,
+        unit: str,
+        description: str,
+        bounds: Sequence[float],
+        lock: threading.Lock | None = None,
+    ) -> None:
         self.name, self.unit, self.description = name, unit, description
         self.bounds = tuple(bounds)
         self.start = time.time_ns()
-        self._lock = threading.Lock()
+        #: Guards the points (``lock``: one shared with the other instruments, so that a
+        #: caller recording into several at once takes it once).
+        self._lock = lock if lock is not None else threading.Lock()
         #: The label set's items -> [labels, bucket counts, count, sum, min, max].
         self._points: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
 
     def record(self, value: float, labels: Mapping[str, Any]) -> None:
         """One value of ``labels``' series (as ``Histogram.record``)."""
-        key = tuple(labels.items())
-        bucket = bisect_left(self.bounds, value)  # the SDK's: (bound[i-1], bound[i]]
         with self._lock:
-            point = self._points.get(key)
-            if point is None:
-                point = self._points[key] = [dict(labels), [0] * (len(self.bounds) + 1), 0, 0]
-                point += [value, value]
-            point[1][bucket] += 1
-            point[2] += 1
-            point[3] += value
-            if value < point[4]:
-                point[4] = value
-            if value > point[5]:
-                point[5] = value
+            add(self.point(labels), self.bounds, value)
+
+    def point(self, labels: Mapping[str, Any]) -> list[Any]:
+        """``labels``' point, made (empty, not exported) on first use; the caller holds the
+        lock. Kept: :func:`add` may record into it later without a lookup."""
+        key = tuple(labels.items())
+        point = self._points.get(key)
+        if point is None:
+            buckets = [0] * (len(self.bounds) + 1)
+            point = self._points[key] = [dict(labels), buckets, 0, 0, math.inf, -math.inf]
+        return point
 
     def metric(self, now: int) -> Any:
         """The SDK's ``Metric`` of these points at ``now`` (ns), or ``None`` with none."""
@@ -64,7 +72,9 @@ class HistogramTally:
         )
 
         with self._lock:
-            points = [(p[0], list(p[1]), p[2], p[3], p[4], p[5]) for p in self._points.values()]
+            points = [
+                (p[0], list(p[1]), p[2], p[3], p[4], p[5]) for p in self._points.values() if p[2]
+            ]
         if not points:
             return None
         data = [
@@ -73,6 +83,17 @@ class HistogramTally:
         ]
         histogram = Histogram(data, AggregationTemporality.CUMULATIVE)
         return Metric(self.name, self.description, self.unit, histogram)
+
+
+def add(point: list[Any], bounds: tuple[float, ...], value: float) -> None:
+    """One ``value`` into ``point`` (a :meth:`HistogramTally.point`; its lock held)."""
+    point[1][bisect_left(bounds, value)] += 1  # the SDK's buckets: (bound[i-1], bound[i]]
+    point[2] += 1
+    point[3] += value
+    if value < point[4]:
+        point[4] = value
+    if value > point[5]:
+        point[5] = value
 
 
 def attach(provider: Any, scope: str, tallies: Sequence[HistogramTally]) -> bool:

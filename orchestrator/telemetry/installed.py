@@ -103,9 +103,19 @@ def _sdk_tracer(provider: Any) -> Any:
     return None if _sdk_only(provider) is None else provider.get_tracer(SCOPE)
 
 
+#: The global meter provider last read, and what :func:`meter_provider` made of it.
+_meter_read: tuple[object, Any] = (None, None)
+
+
 def meter_provider() -> Any:
     """The global meter provider, or ``None`` until an SDK meter provider is installed."""
+    global _meter_read
     if api() is None:
         return None
     provider = _read_meter_provider()
-    return None if provider is None else _sdk_only(provider)
+    read = _meter_read
+    if provider is read[0]:  # every run asks: the answer changes only with the provider
+        return read[1]
+    sdk = None if provider is None else _sdk_only(provider)
+    _meter_read = (provider, sdk)
+    return sdk

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.telemetry import names as n
 from orchestrator.telemetry.capacity import CapacityGauges
-from orchestrator.telemetry.histograms import HistogramTally, attach
+from orchestrator.telemetry.histograms import HistogramTally, add, attach
 from orchestrator.telemetry.installed import PerProvider, api, meter_provider
 from orchestrator.telemetry.tallies import Tally
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
+    from orchestrator.types import Usage
 
-__all__ = ["Instruments", "instruments"]
+__all__ = ["Instruments", "Series", "instruments"]
 
 Attrs = Mapping[str, str | int]
 
@@ -38,11 +39,15 @@ class Instruments:
         "duration",
         "fallbacks",
         "first_chunk",
+        "lock",
+        "tallied",
         "tokens",
         "watched",
     )
 
     def __init__(self, meter: Any, provider: Any = None) -> None:
+        #: One lock for every tally: an attempt records all its metrics taking it once.
+        self.lock = threading.Lock()
         #: The agents whose circuits ``failover.circuit.state`` reports (held weakly).
         self.watched: weakref.WeakSet[FallbackAgent] = weakref.WeakSet()
         specs = (
@@ -51,23 +56,32 @@ class Instruments:
             (n.METRIC_FIRST_CHUNK, "s", "From a streamed attempt's start to its first chunk."),
         )
         # Tallied when the provider's readers can take them (orchestrator.telemetry.histograms).
-        tallies = [HistogramTally(name, unit, text, _buckets(unit)) for name, unit, text in specs]
+        tallies = [
+            HistogramTally(name, unit, text, _buckets(unit), self.lock)
+            for name, unit, text in specs
+        ]
         made = tallies if attach(provider, n.SCOPE, tallies) else None
+        self.tallied = made is not None
         self.duration, self.tokens, self.first_chunk = made or [
             _histogram(meter, name, unit, text) for name, unit, text in specs
         ]
         #: Counters are tallies read at collection time (see orchestrator.telemetry.tallies).
         self.attempts = _counter(
-            meter, n.METRIC_ATTEMPTS, "{attempt}", "Attempts, by provider and failover decision."
+            meter,
+            n.METRIC_ATTEMPTS,
+            "{attempt}",
+            "Attempts, by provider and failover decision.",
+            self.lock,
         )
         self.fallbacks = _counter(
             meter,
             n.METRIC_FALLBACKS,
             "{fallback}",
             "Hand-overs from one child to the next, by reason.",
+            self.lock,
         )
         self.cost = _counter(
-            meter, n.METRIC_COST, "USD", "Cost of attempts, by provider and model."
+            meter, n.METRIC_COST, "USD", "Cost of attempts, by provider and model.", self.lock
         )
         meter.create_observable_gauge(
             n.METRIC_CIRCUIT,
@@ -76,6 +90,37 @@ class Instruments:
             description="Circuit state by provider: 0 closed, 1 half-open, 2 open.",
         )
         self.capacity = CapacityGauges(meter, self._capacity_stores)
+
+    def series(self, described: Any) -> Series | None:
+        """The points a success on ``described`` (a child's label sets) records into, found
+        once and kept on it; ``None`` when the histograms are the SDK's own."""
+        bound = described.bound
+        if bound[0] is self:
+            found: Series = bound[1]
+            return found
+        if not self.tallied:
+            return None
+        with self.lock:
+            series = Series(self, described)
+        bound[:] = (self, series)
+        return series
+
+    def succeeded(
+        self, series: Series, duration: float, first: float | None, usage: Usage | None, cost: float
+    ) -> None:
+        """One successful attempt of ``series``: every metric of it, under one lock."""
+        with self.lock:
+            add(series.duration, series.time_bounds, duration)
+            if first is not None:
+                add(series.first_chunk, series.time_bounds, first)
+            if usage is not None:
+                add(series.tokens_in, series.token_bounds, usage.input_tokens)
+                add(series.tokens_out, series.token_bounds, usage.output_tokens)
+            counted = series.attempts
+            counted[1] = 1 if counted[1] is None else counted[1] + 1
+            if cost:
+                counted = series.cost
+                counted[1] = cost if counted[1] is None else counted[1] + cost
 
     def fallback(self, frm: str, to: str, reason: str) -> None:
         """One hand-over from ``frm`` to ``to``."""
@@ -116,9 +161,35 @@ class Instruments:
         return [observation(value, {n.PROVIDER: name}) for name, value in states.items()]
 
 
-def _counter(meter: Any, name: str, unit: str, description: str) -> Tally:
+class Series:
+    """One child's points in each metric a successful attempt records (its label sets built
+    once, see :meth:`Instruments.series`); made with the instruments' lock held."""
+
+    __slots__ = (
+        "attempts",
+        "cost",
+        "duration",
+        "first_chunk",
+        "time_bounds",
+        "token_bounds",
+        "tokens_in",
+        "tokens_out",
+    )
+
+    def __init__(self, meters: Instruments, described: Any) -> None:
+        labels = described.metric
+        self.duration = meters.duration.point(labels)
+        self.first_chunk = meters.first_chunk.point(labels)
+        self.tokens_in = meters.tokens.point(described.tokens[0])
+        self.tokens_out = meters.tokens.point(described.tokens[1])
+        self.time_bounds, self.token_bounds = meters.duration.bounds, meters.tokens.bounds
+        self.attempts = meters.attempts.cell(described.decisions["success"])
+        self.cost = meters.cost.cell(labels)
+
+
+def _counter(meter: Any, name: str, unit: str, description: str, lock: threading.Lock) -> Tally:
     """A :class:`Tally` exported as an observable counter named ``name``."""
-    tally = Tally()
+    tally = Tally(lock)
     meter.create_observable_counter(
         name, callbacks=[tally.observe], unit=unit, description=description
     )

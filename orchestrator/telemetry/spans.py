@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator.engine import serving
@@ -56,6 +56,8 @@ class Described:
     metric: dict[str, str | int]  # the low-cardinality subset metrics are labelled with
     tokens: tuple[dict[str, str | int], dict[str, str | int]]  # metric + input / output type
     decisions: dict[str, dict[str, str | int]]  # failover.attempts labels, by decision
+    #: The instruments these were last recorded by, and their points (Instruments.series).
+    bound: list[Any] = field(default_factory=lambda: [None, None])
 
 
 def _described(agent: Any, child: Any) -> Described:
@@ -199,9 +201,11 @@ class RunTrace:
             span = self.tracer.start_span(
                 described.name, context=self.context, kind=kind, attributes=attrs
             )
-        track = AttemptTrack(self, described, number, self.run.agent.clock.now(), span)
+        track = AttemptTrack(self, described, number, 0.0, span)
         self.open.append(track)
         if self.meters is not None and hasattr(self.run.delivery, "on_chunk"):
+            # The start is read only for what needs it: a stream's time to its first chunk.
+            track.started = self.run.agent.clock.now()
             self.run.delivery.on_chunk = lambda: self._first_chunk(track)
         return track
 
@@ -225,9 +229,9 @@ class RunTrace:
         retry_after: float | None = None,
     ) -> None:
         """The attempt was recorded as ``attempt``; a failed one waits for :meth:`decided`."""
-        self._record(track, attempt)
-        span = track.span
         ok = attempt.error is None
+        counted = self._record(track, attempt, success=ok)
+        span = track.span
         if span is not None:
             attrs = _outcome_attributes(attempt, response, retry_after)
             if ok:
@@ -238,7 +242,7 @@ class RunTrace:
                 span.set_status(api()[0].StatusCode.ERROR, attrs[n.ERROR_TYPE])
             span.set_attributes(attrs)
         if ok:
-            self._close(track, "success")
+            self._close(track, "success", counted)
         else:
             track.end_ns = time.time_ns()  # its span ends then, once the decision is known
 
@@ -272,10 +276,11 @@ class RunTrace:
                 self._close(track, "hedge_lost")
                 return
 
-    def _close(self, track: AttemptTrack, decision: str) -> None:
-        """End the attempt's span (at the time the attempt ended) with ``decision`` on it."""
+    def _close(self, track: AttemptTrack, decision: str, counted: bool = False) -> None:
+        """End the attempt's span (at the time the attempt ended) with ``decision`` on it
+        (``counted``: its attempt was counted already)."""
         self.open.remove(track)
-        if self.meters is not None:
+        if self.meters is not None and not counted:
             labels = track.described.decisions.get(decision)
             if labels is None:
                 labels = {n.PROVIDER: track.described.attrs[n.PROVIDER], n.DECISION: decision}
@@ -288,10 +293,17 @@ class RunTrace:
                 span.set_attribute(n.DECISION, decision)
             span.end(end_time=track.end_ns)
 
-    def _record(self, track: AttemptTrack, attempt: Attempt) -> None:
+    def _record(self, track: AttemptTrack, attempt: Attempt, success: bool = False) -> bool:
+        """The attempt's metrics; True when its count (a ``success``) was recorded too."""
         meters = self.meters
         if meters is None:
-            return
+            return False
+        if success and self.run.arm is None:  # the common case: points found once
+            series = meters.series(track.described)
+            if series is not None:
+                cost = attempt.cost_usd or 0.0
+                meters.succeeded(series, attempt.duration, track.first_chunk, attempt.usage, cost)
+                return True
         labels = track.described.metric
         if attempt.error is not None:
             labels = {**labels, n.ERROR_TYPE: type(attempt.error).__name__}
@@ -305,6 +317,7 @@ class RunTrace:
             meters.tokens.record(usage.output_tokens, tokens_out)
         if attempt.cost_usd:
             meters.cost.add(attempt.cost_usd, track.described.metric)
+        return False
 
     def _cut_short(self, track: AttemptTrack, error: BaseException | None) -> None:
         """An attempt the run left without its outcome: its span says what cut it short."""

@@ -25,24 +25,33 @@ class Tally:
 
     __slots__ = ("_lock", "_totals")
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()  # runs in threads' loops (run_sync) as well
-        #: The label set's items -> [the labels, the total].
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        # Runs in threads' loops (run_sync) as well; ``lock`` may be shared with other
+        # instruments, so that a caller recording into several takes it once.
+        self._lock = lock if lock is not None else threading.Lock()
+        #: The label set's items -> [the labels, the total (None: not counted yet)].
         self._totals: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
 
     def add(self, value: float, labels: Mapping[str, Any]) -> None:
         """Add ``value`` to the total of ``labels``."""
-        key = tuple(labels.items())
         with self._lock:
-            entry = self._totals.get(key)
-            if entry is None:
-                self._totals[key] = [dict(labels), value]
-            else:
-                entry[1] += value
+            entry = self.cell(labels)
+            entry[1] = value if entry[1] is None else entry[1] + value
+
+    def cell(self, labels: Mapping[str, Any]) -> list[Any]:
+        """``labels``' entry, ``[labels, total]``, made (not exported until counted) on
+        first use; the caller holds the lock, and may add to ``[1]`` later without a lookup."""
+        key = tuple(labels.items())
+        entry = self._totals.get(key)
+        if entry is None:
+            entry = self._totals[key] = [dict(labels), None]
+        return entry
 
     def observe(self, options: Any = None) -> Iterable[Any]:
         """Every total as an ``Observation`` (called by the SDK on the reader's thread)."""
         with self._lock:
-            totals = [(labels, value) for labels, value in self._totals.values()]
+            totals = [
+                (labels, value) for labels, value in self._totals.values() if value is not None
+            ]
         observation = api()[1].Observation
         return [observation(value, labels) for labels, value in totals]

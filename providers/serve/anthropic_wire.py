@@ -204,6 +204,8 @@ class AnthropicStreamer:
     """``message_start``, a text block of deltas, tool_use blocks, then ``message_delta``
     and ``message_stop``."""
 
+    keep_alive = b'event: ping\ndata: {"type":"ping"}\n\n'  # what Anthropic's API sends
+
     def __init__(self, call: ClientCall) -> None:
         self._call = call
         self._blocks = 0  # blocks opened so far

@@ -29,6 +29,10 @@ class ClientCall:
 class Streamer(Protocol):
     """Writes one streamed reply in a wire format, as bytes for the socket."""
 
+    #: Sent when the upstream moved without text: keeps the client in step, shows no content
+    #: (empty: this format has none such).
+    keep_alive: bytes
+
     def start(self) -> bytes:
         """The events before the first text delta (sent with the first content)."""
 

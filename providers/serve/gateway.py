@@ -183,7 +183,8 @@ class Gateway:
                 try:
                     call = wire.parse(await self._read_body(ex))
                     key = fields.affinity(ex.header(_AFFINITY), call.affinity)
-                    call = replace(call, affinity=key)
+                    if key != call.affinity:  # most calls carry none: no copy for them
+                        call = replace(call, affinity=key)
                 except Exception as exc:  # BadRequest, or a parsing gap: the client's shape
                     return failure_reply(wire, failed(exc))
                 model = self.models.get(call.model)

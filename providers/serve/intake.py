@@ -26,9 +26,8 @@ __all__ = ["read_body"]
 async def read_body(ex: Exchange, settings: GatewaySettings) -> bytes:
     """The decoded body within the cap (413), the deadline and the minimum rate (408)."""
     limit = settings.max_body_bytes
-    too_large = BadRequest(f"the body passed {limit} bytes", status=413, kind="too_large")
     if _content_length(ex.header("content-length")) > limit:
-        raise too_large
+        raise _too_large(limit)
     encoding = ex.header("content-encoding")
     try:
         raw = await read_bounded(_paced(ex, settings), None, limit)
@@ -40,13 +39,18 @@ async def read_body(ex: Exchange, settings: GatewaySettings) -> bytes:
             pass
         return await read_bounded(_once(raw), encoding, limit)
     except BodyTooLarge:
-        raise too_large from None
+        raise _too_large(limit) from None
     except BodyUndecodable:  # its message quotes the coding the client sent
         raise BadRequest(
             "the body's Content-Encoding is not gzip, deflate or identity, or its data is corrupt"
         ) from None
     except TimeoutError:
         raise BadRequest(_too_slow(settings), status=408) from None
+
+
+def _too_large(limit: int) -> BadRequest:
+    # Made only when raised: every request used to build (and drop) one.
+    return BadRequest(f"the body passed {limit} bytes", status=413, kind="too_large")
 
 
 def _content_length(value: str | None) -> int:

@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from orchestrator import FallbackAgent
 from orchestrator.types import Attempt, Request, Result
 
 __all__ = ["Chunks", "Model", "Models"]
@@ -51,7 +52,9 @@ class Model:
         """``async with model.stream(request) as s: async for chunk in s``, then ``s.result``."""
         if self.kind == "agent":
             stream: AbstractAsyncContextManager[Chunks]
-            stream = self.node.stream(request, **_keyed(affinity))
+            # A chain's text-less events too, as keep-alives in step with the upstream.
+            progress = {"progress": True} if isinstance(self.node, FallbackAgent) else {}
+            stream = self.node.stream(request, **_keyed(affinity), **progress)
             return stream
         return _whole(self, request)
 

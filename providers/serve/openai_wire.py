@@ -192,6 +192,8 @@ def _usage(result: Result) -> dict[str, int]:
 class OpenAIStreamer:
     """``chat.completion.chunk`` events, then ``data: [DONE]``."""
 
+    keep_alive = b": keep-alive\n\n"  # an SSE comment: every client's parser skips it
+
     def __init__(self, call: ClientCall) -> None:
         self._call = call
         self._head = (

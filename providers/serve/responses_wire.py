@@ -201,6 +201,10 @@ class ResponsesStreamer:
     """``response.created``, a message item of text deltas, function_call items, then
     ``response.completed`` (the terminator; there is no ``[DONE]``)."""
 
+    # Nothing: every event of this format is numbered content (a comment would be the
+    # only unnumbered block its clients meet).
+    keep_alive = b""
+
     def __init__(self, call: ClientCall) -> None:
         self._model = call.model
         self._id = new_id("resp_")

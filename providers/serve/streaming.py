@@ -13,16 +13,17 @@ from dataclasses import replace
 from orchestrator.errors import FallbackError
 from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
-from providers.serve.call import ClientCall, Wire
+from providers.serve.call import ClientCall, Streamer, Wire
 from providers.serve.exchange import Exchange, Reply, Sink, json_reply
 from providers.serve.failures import Failure, failure_of
 from providers.serve.models import Model
 
 __all__ = ["failed", "failure_reply", "run_whole", "stream"]
 
-#: An SSE comment (every client's parser skips it), at most every ``_PING_EVERY`` seconds.
-_PING = b": keep-alive\n\n"
-_PING_EVERY = 1.0
+#: A keep-alive (the wire's own) goes out for an upstream event without text, at most every
+#: ``_PING_EVERY`` seconds, so the client hears when the upstream moves (its stop reason
+#: an interval ahead of its usage: the end, written later, waits for both).
+_PING_EVERY = 0.05
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 #: The model name the client asked for (replies name the model that answered).
 _ALIAS = "x-failover-model-alias"
@@ -79,14 +80,20 @@ async def run_whole(wire: Wire, call: ClientCall, model: Model) -> Reply:
 async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Reply | None:
     """Stream text as it arrives; the status line waits for the first content, so a chain that
     fails before any still gets a proper error status (a reply). Tool-call pieces go out whole
-    at the end; meanwhile an SSE comment now and then keeps the client's idle timer from
-    firing. ``None`` once the stream was sent (or the client left)."""
+    at the end; meanwhile an SSE comment for each upstream event without text keeps the
+    client in step with the upstream (and its idle timer from firing). ``None`` once the
+    stream was sent (or the client left)."""
     streamer = wire.streamer(call)  # until content names the provider that answers
     sink: Sink | None = None
     pinged = 0.0
     try:
         async with model.stream(call.request, call.affinity) as chunks:
             async for chunk in chunks:
+                if chunk == "":  # PROGRESS: the upstream moved without text
+                    if sink and streamer.keep_alive and time.monotonic() - pinged >= _PING_EVERY:
+                        pinged = time.monotonic()
+                        await sink.write(streamer.keep_alive)
+                    continue
                 out = b""
                 if sink is None:
                     answering = getattr(chunks, "answering", None)
@@ -96,28 +103,35 @@ async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Re
                 if isinstance(chunk, str):
                     out += streamer.text(chunk)
                 elif not out and time.monotonic() - pinged >= _PING_EVERY:
-                    out, pinged = _PING, time.monotonic()
+                    out, pinged = streamer.keep_alive, time.monotonic()
                 if out:
                     await sink.write(out)
             result = chunks.result
     except ConnectionResetError:  # the client left: the run was cancelled on the way out
         return None if sink is not None else Reply(499, b"")
     except Exception as exc:
-        failure = failed(exc)
-        if sink is None:
-            if wire.error(failure)[0] >= 400:
-                return failure_reply(wire, failure, _attempts(exc))
-            # A reply-shaped failure (a refusal): the client asked for a stream, so it is one.
-            sink = await _open(ex, {})
-            await sink.write(streamer.start())
-        await sink.write(streamer.error(failure))
-        await sink.end()
-        return None
+        return await _failed_stream(ex, wire, streamer, sink, exc)
     if sink is None:  # no text: tool calls only, or an empty reply
         streamer = wire.streamer(_answered_by(call, result.model))
         sink = await _open(ex, _result_headers(call, result))
         await sink.write(streamer.start())
     await sink.write(streamer.end(result))
+    await sink.end()
+    return None
+
+
+async def _failed_stream(
+    ex: Exchange, wire: Wire, streamer: Streamer, sink: Sink | None, exc: Exception
+) -> Reply | None:
+    """The stream's failure: an error reply before any content, else its last event."""
+    failure = failed(exc)
+    if sink is None:
+        if wire.error(failure)[0] >= 400:
+            return failure_reply(wire, failure, _attempts(exc))
+        # A reply-shaped failure (a refusal): the client asked for a stream, so it is one.
+        sink = await _open(ex, {})
+        await sink.write(streamer.start())
+    await sink.write(streamer.error(failure))
     await sink.end()
     return None
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from orchestrator import FallbackAgent, FallbackError, Request, Response, Stop
+from orchestrator import PROGRESS, FallbackAgent, FallbackError, Request, Response, Stop
 from orchestrator.errors import Rejected, ServerError, StreamInterrupted
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
@@ -238,3 +238,30 @@ async def test_result_after_leaving_early_is_a_runtime_error_with_the_attempt() 
     kinds = {kind for kind, _ in outcomes}
     assert kinds == {"RuntimeError"}
     assert all(reasons == ["cancelled"] for _, reasons in outcomes)
+
+
+class Evented:
+    """A vendor-like stream: text, protocol events without text, a keep-alive, the Response."""
+
+    name = "a"
+
+    async def complete(self, request: Request) -> Response:
+        return Response("Hello")
+
+    async def stream(self, request: Request) -> AsyncIterator[str | Response]:
+        for item in ("He", PROGRESS, "", "llo", PROGRESS):
+            yield item
+        yield Response("Hello")
+
+
+async def test_progress_brings_a_relay_each_event_without_text() -> None:
+    """Issue 22: a relay (the gateway) hears of each provider event that moves the stream
+    without text (the stop reason ahead of the usage), to keep its own client in step;
+    keep-alives ("") stay out, and a plain consumer sees text only."""
+    agent = FallbackAgent([Evented()])
+    chunks, result = await collect(agent, progress=True)
+    assert chunks == ["He", "", "llo", ""]
+    assert [c is PROGRESS for c in chunks] == [False, True, False, True]
+    assert result.text == "Hello"  # type: ignore[attr-defined]
+    chunks, _ = await collect(agent)
+    assert chunks == ["He", "llo"]
