@@ -80,10 +80,7 @@ def _message(role: str, blocks: list[dict[str, Any]], where: str) -> list[Messag
 
 def _messages(raw: list[Any]) -> list[Message]:
     out: list[Message] = []
-    for i, item in enumerate(raw):
-        where = f"messages[{i}]"
-        if not isinstance(item, dict):
-            raise BadRequest(f"{where}: expected an object")
+    for where, item in fields.objects(raw, "messages"):
         role = fields.require(item, "role", str, f"{where}.")
         if role == "system":  # Claude Code sends mid-conversation system messages
             out.append(Message("system", _plain(item.get("content"), where)))
@@ -96,13 +93,11 @@ def _messages(raw: list[Any]) -> list[Message]:
 
 def _tools(data: dict[str, Any]) -> tuple[list[Any], str | None]:
     tools = []
-    for i, item in enumerate(fields.optional(data, "tools", list, "") or []):
-        if not isinstance(item, dict):
-            raise BadRequest(f"tools[{i}]: expected an object")
+    for at, item in fields.objects(fields.optional(data, "tools", list, "") or [], "tools"):
         if "input_schema" not in item:
             continue  # a server tool (web search, ...): only its vendor can run it
         schema = item["input_schema"]
-        tools.append(fields.tool(item.get("name"), item.get("description"), schema, f"tools[{i}]"))
+        tools.append(fields.tool(item.get("name"), item.get("description"), schema, at))
     choice = fields.optional(data, "tool_choice", dict, "")
     if not tools or choice is None:
         return tools, None

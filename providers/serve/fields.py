@@ -6,7 +6,7 @@ malformed request never reaches a provider and never becomes a 500.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from orchestrator.routing.router import MAX_KEY_CHARS
@@ -18,6 +18,7 @@ __all__ = [
     "affinity",
     "arguments",
     "body_object",
+    "objects",
     "optional",
     "positive_int",
     "request",
@@ -45,6 +46,16 @@ def body_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(data).__name__}")
     return data
+
+
+def objects(items: list[Any], where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each item of the JSON list ``where`` as (its place, ``where[i]``, and the object); 400
+    at the first item that is not an object."""
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise BadRequest(f"{at}: expected an object")
+        yield at, item
 
 
 def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -49,10 +49,7 @@ def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
     if not isinstance(raw, list):
         raise BadRequest(f"{where}.tool_calls: expected a list")
     calls = []
-    for i, item in enumerate(raw):
-        at = f"{where}.tool_calls[{i}]"
-        if not isinstance(item, dict):
-            raise BadRequest(f"{at}: expected an object")
+    for at, item in fields.objects(raw, f"{where}.tool_calls"):
         fn = fields.require(item, "function", dict, f"{at}.")
         call_id = fields.require(item, "id", str, f"{at}.")
         name = fields.require(fn, "name", str, f"{at}.function.")
@@ -64,10 +61,7 @@ def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
 def _messages(raw: list[Any]) -> tuple[list[Message], str | None]:
     messages: list[Message] = []
     system: list[str] = []
-    for i, item in enumerate(raw):
-        where = f"messages[{i}]"
-        if not isinstance(item, dict):
-            raise BadRequest(f"{where}: expected an object")
+    for where, item in fields.objects(raw, "messages"):
         role = fields.require(item, "role", str, f"{where}.")
         content = fields.text(item.get("content"), where)
         if role in ("system", "developer"):

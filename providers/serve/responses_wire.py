@@ -78,10 +78,8 @@ def _history(data: dict[str, Any]) -> _History:
         history.system.append(instructions)
     raw = fields.require(data, "input", (str, list), "")
     items = [{"type": "message", "role": "user", "content": raw}] if isinstance(raw, str) else raw
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise BadRequest(f"input[{i}]: expected an object")
-        history.add(item, f"input[{i}]")
+    for at, item in fields.objects(items, "input"):
+        history.add(item, at)
     history.flush()
     return history
 

@@ -5,8 +5,8 @@ on any failure below HTTP; it never retries and never follows a redirect (a
 3xx is returned, so headers carrying keys never reach another origin). Error
 messages show URLs without user info or query. :mod:`providers.http.client`
 owns the shared, pooled instances: aiohttp's (:mod:`.aiohttp`) and reqwest's
-(:mod:`.reqwest`), both a :class:`PooledTransport`; a user's httpx client is
-adapted by :mod:`.httpx`.
+(:mod:`.reqwest`), both a :class:`PooledTransport`, as is the adapter of a user's
+httpx client (:mod:`.httpx`).
 
 Bodies are bounded the same way in every adapter: the libraries' own
 decompression is off, and :mod:`providers.http.body` decodes, counts and caps the
@@ -130,7 +130,7 @@ class Transport(Protocol):
 
 
 class PooledTransport:
-    """``post`` and ``stream`` as the pooled transports (aiohttp, reqwest) share them: the
+    """``post`` and ``stream`` as the library transports (aiohttp, reqwest, httpx) share them: the
     library's request (``_open``, entered), its response read through ``_reply``, and any
     failure raised as a :class:`TransportError` (``BodyTooLarge`` as is)."""
 
@@ -194,14 +194,16 @@ class PooledTransport:
 class LibraryStream:
     """A :class:`StreamReply` over one library's response ``resp``: a subclass says how to
     read it whole (``_whole``, capped) and as received (``_raw``); here both are bounded
-    and their failures raised as ``TransportError`` (:class:`ReadingBody`)."""
+    and their failures raised as ``TransportError`` (:class:`ReadingBody`). ``deadline``
+    (``loop.time()``) ends the exchange when the library bounds each read only."""
 
-    __slots__ = ("_max_bytes", "_resp", "_url")
+    __slots__ = ("_deadline", "_max_bytes", "_resp", "_url")
 
-    def __init__(self, resp: Any, url: str, max_bytes: int) -> None:
+    def __init__(self, resp: Any, url: str, max_bytes: int, deadline: float | None = None) -> None:
         self._resp = resp
         self._url = url
         self._max_bytes = max_bytes
+        self._deadline = deadline
 
     @property
     def status(self) -> int:
@@ -225,8 +227,9 @@ class LibraryStream:
     async def chunks(self) -> AsyncIterator[bytes]:
         encoding = self.headers.get("content-encoding")
         with ReadingBody(self._url):
-            # The deadline is the library's own total timeout (set for streams too).
-            async for data in bounded_chunks(self._raw(), encoding, self._max_bytes):
+            # Without a deadline the library's own total timeout (set for streams too) ends it.
+            chunks = bounded_chunks(self._raw(), encoding, self._max_bytes, self._deadline)
+            async for data in chunks:
                 yield data
 
 

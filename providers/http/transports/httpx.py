@@ -12,14 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from providers.http.body import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    asking_gzip,
-    bounded_chunks,
-)
-from providers.http.transports.base import ReadingBody, StreamReply, Transport, as_transport_error
+from providers.http.body import asking_gzip, bounded_chunks
+from providers.http.transports.base import LibraryStream, PooledTransport
 
 if TYPE_CHECKING:
     import httpx
@@ -27,67 +23,49 @@ if TYPE_CHECKING:
 __all__ = ["HttpxTransport"]
 
 
-class _HttpxStream:
-    __slots__ = ("_deadline", "_max_bytes", "_resp", "_url")
-
-    def __init__(self, resp: httpx.Response, url: str, max_bytes: int, deadline: float) -> None:
-        self._resp = resp
-        self._url = url
-        self._max_bytes = max_bytes
-        self._deadline = deadline  # httpx times each read only: the exchange's end is ours
+class _HttpxStream(LibraryStream):
+    __slots__ = ()
 
     @property
     def status(self) -> int:
-        return self._resp.status_code
+        return int(self._resp.status_code)
 
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._resp.headers
+    async def _whole(self) -> bytes:
+        encoding = self.headers.get("content-encoding")
+        chunks = bounded_chunks(self._raw(), encoding, self._max_bytes, self._deadline)
+        return b"".join([data async for data in chunks])
 
-    def _bounded(self) -> AsyncIterator[bytes]:
-        resp = self._resp
-        encoding = resp.headers.get("content-encoding")
-        return bounded_chunks(resp.aiter_raw(), encoding, self._max_bytes, self._deadline)
-
-    async def read(self) -> bytes:
-        with ReadingBody(self._url):
-            return b"".join([data async for data in self._bounded()])
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        with ReadingBody(self._url):
-            async for data in self._bounded():
-                yield data
+    def _raw(self) -> AsyncIterator[bytes]:
+        raw: AsyncIterator[bytes] = self._resp.aiter_raw()
+        return raw
 
 
-class HttpxTransport(Transport):
-    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here); ``post``
-    is the protocol's own, the stream read whole."""
+class HttpxTransport(PooledTransport):
+    """:class:`Transport` over a user's ``httpx.AsyncClient`` (never closed here)."""
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
 
     @asynccontextmanager
-    async def stream(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> AsyncGenerator[StreamReply, None]:
+    async def _open(
+        self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
+    ) -> AsyncGenerator[tuple[httpx.Response, float], None]:
+        """The POST, streamed for ``post`` and ``stream`` alike (no redirects, raw bytes),
+        with the exchange's deadline: httpx times each read only, the whole is ours."""
         deadline = asyncio.get_running_loop().time() + timeout
         request = self._client.build_request(
             "POST", url, content=body, headers=asking_gzip(headers), timeout=timeout
         )
+        async with asyncio.timeout_at(deadline):
+            resp = await self._client.send(request, stream=True, follow_redirects=False)
         try:
-            async with asyncio.timeout_at(deadline):
-                resp = await self._client.send(request, stream=True, follow_redirects=False)
-        except Exception as exc:
-            raise as_transport_error(exc, url) from exc
-        try:
-            yield _HttpxStream(resp, url, max_bytes, deadline)
+            yield resp, deadline
         finally:
             await resp.aclose()
+
+    def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
+        response, deadline = resp
+        return _HttpxStream(response, url, max_bytes, deadline)
 
     async def aclose(self) -> None:
         return None
