@@ -62,6 +62,11 @@ def health_store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
     )
 
 
+def turns(*texts: str) -> list[dict[str, str]]:
+    """A conversation's messages: ``texts`` said by the user and the assistant in turn."""
+    return [{"role": ("user", "assistant")[i % 2], "content": text} for i, text in enumerate(texts)]
+
+
 def hooks_module(directory: Path, prefix: str, source: str) -> str:
     """Write ``source`` as a module of a fresh name (``<prefix>_<hex>``) in ``directory``,
     so that no test imports another's cached module; returns the name."""

@@ -17,6 +17,8 @@ from orchestrator import FallbackAgent
 from orchestrator import errors as E
 from orchestrator.types import Request
 from providers import AzureOpenAI, Fault, SimulatedServer
+from tests.providers.conftest import kept_then_refreshed
+from tests.providers.http.test_http_matrix import call
 
 KEY = "azure-key-0123456789abcdef"
 
@@ -119,11 +121,7 @@ async def test_a_blocked_prompt_is_a_guardrail_400(sim: SimulatedServer, mode: s
     sim.script("azure", [Fault.content_filter(prompt_blocked=True)])
     provider = azure(sim, api_version="2024-10-21")
     with pytest.raises(E.GuardrailTriggered) as info:
-        if mode == "complete":
-            await provider.complete(Request("What is the capital of France?"))
-        else:
-            async for _ in provider.stream(Request("What is the capital of France?")):
-                pass
+        await call(provider, mode, Request("What is the capital of France?"))
     assert info.value.status == 400 and "content management policy" in str(info.value)
     assert "capital of France" not in str(info.value)
 
@@ -227,12 +225,7 @@ async def test_entra_tokens_fetched_once_off_the_loop_and_refreshed_before_expir
     sent = {r["headers"]["authorization"] for r in sim.requests("azure")}
     assert sent == {"Bearer entra-token-1-abcdef"}
     assert all("api-key" not in r["headers"] for r in sim.requests("azure"))
-    now[0] += 3600 - 301  # still valid for 301 s: kept
-    await provider.complete(Request("hi"))
-    assert len(credential.calls) == 1
-    now[0] += 2  # within the 5-minute margin: refreshed before it expires
-    await provider.complete(Request("hi"))
-    assert len(credential.calls) == 2
+    await kept_then_refreshed(provider, now, 300, lambda: len(credential.calls))  # 5 minutes
     assert sim.requests("azure")[-1]["headers"]["authorization"] == "Bearer entra-token-2-abcdef"
 
 

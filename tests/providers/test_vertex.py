@@ -23,6 +23,8 @@ from orchestrator.types import Request
 from providers import BenchmarkFault, Fault, SimulatedServer, VertexAnthropic, VertexGemini
 from providers.http.errors import map_vertex_error
 from providers.vertex.auth import SCOPE, GoogleToken
+from tests.providers.conftest import kept_then_refreshed
+from tests.providers.http.test_http_matrix import call
 
 PROJECT = "sim-project"
 ROOT = "/vertex/v1/projects/sim-project/locations"
@@ -167,13 +169,13 @@ async def test_credentials_refreshed_once_off_the_loop_and_again_before_expiry(
         await asyncio.gather(*(provider.complete(Request("hi")) for _ in range(100)))
         assert credentials.refreshes == 1
         assert threading.get_ident() not in credentials.threads  # on a worker thread
-        now[0] += 3600 - 301  # still valid for 301 s: kept
-        await provider.complete(Request("hi"))
-        assert credentials.refreshes == 1
-        now[0] += 2  # within the 5-minute margin: refreshed before it expires
-        sim.vertex_token = "ya29.token-2-abcdef"
-        await provider.complete(Request("hi"))
-        assert credentials.refreshes == 2
+        await kept_then_refreshed(
+            provider,
+            now,
+            300,  # 5 minutes
+            lambda: credentials.refreshes,
+            lambda: setattr(sim, "vertex_token", "ya29.token-2-abcdef"),
+        )
     finally:
         sim.vertex_token = sim_token
     sent = sim.requests("vertex_anthropic")[-1]["headers"]["authorization"]
@@ -369,11 +371,7 @@ async def test_hostile_faults_are_classified(
     route = "vertex_anthropic" if make is claude else "vertex_gemini"
     sim.script(route, [fault()])
     with pytest.raises(E.ProviderError) as info:
-        if mode == "complete":
-            await provider.complete(Request("hi"))
-        else:
-            async for _ in provider.stream(Request("hi")):
-                pass
+        await call(provider, mode, Request("hi"))
     wanted = (
         E.StreamInterrupted if mode == "stream" and expected is E.ConnectionFailed else expected
     )
