@@ -55,6 +55,21 @@ class Scripted:
         return Response(str(item))
 
 
+class InFlight:
+    """Counts the calls inside ``with in_flight:``: how many entered, how many left (also
+    by an exception or a cancellation), and the most inside at once."""
+
+    def __init__(self) -> None:
+        self.entered = self.left = self.most = 0
+
+    def __enter__(self) -> None:
+        self.entered += 1
+        self.most = max(self.most, self.entered - self.left)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.left += 1
+
+
 def health_store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
     """A memory store on ``clock`` whose circuits open after ``threshold`` failures."""
     return MemoryHealthStore(
