@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,3 +37,33 @@ async def kept_then_refreshed(
     before_refresh()
     await provider.complete(Request("hi"))
     assert fetches() == 2
+
+
+def after_cli_help(before: str, probe: str, after: str = "", path: str = "") -> str:
+    """What the expression ``probe`` is in a fresh interpreter (``PYTHONPATH`` ``path``,
+    if given) that imports ``providers``, runs the statements ``before``, ``failover
+    --help``, then ``after``: for checking that an optional extra is imported only when
+    used."""
+    source = f"""
+import sys
+sys.argv = ["failover", "--help"]
+import providers
+{before}
+from orchestrator.__main__ import main
+try:
+    main()
+except SystemExit:
+    pass
+{after}
+print({probe})
+"""
+    env = {**os.environ, "PYTHONPATH": path} if path else {**os.environ}
+    out = subprocess.run(
+        [sys.executable, "-c", source],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return out.stdout.strip().splitlines()[-1]

@@ -4,8 +4,6 @@ errors in the taxonomy, its prices, and a two-region chain under load."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,7 +15,7 @@ from orchestrator import FallbackAgent
 from orchestrator import errors as E
 from orchestrator.types import Request
 from providers import AzureOpenAI, Fault, SimulatedServer
-from tests.providers.conftest import kept_then_refreshed
+from tests.providers.conftest import after_cli_help, kept_then_refreshed
 from tests.providers.http.test_http_matrix import call
 
 KEY = "azure-key-0123456789abcdef"
@@ -273,20 +271,6 @@ def test_default_credential_without_the_extra_says_which_to_install(
 
 # -- azure.identity only when a credential is used ---------------------------------------
 
-_PROBE = """
-import sys
-sys.argv = ["failover", "--help"]
-import providers
-providers.AzureOpenAI
-from orchestrator.__main__ import main
-try:
-    main()
-except SystemExit:
-    pass
-{extra}
-print("azure.identity" in sys.modules)
-"""
-
 
 @pytest.mark.parametrize(
     ("extra", "imported"),
@@ -304,16 +288,9 @@ def test_import_providers_and_failover_help_never_import_azure_identity(
     (fake / "__init__.py").write_text(
         "class DefaultAzureCredential:\n    def get_token(self, *s):\n        raise RuntimeError\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(extra=extra)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=120,
-    )
-    assert out.stdout.strip().splitlines()[-1] == str(imported)
+    probe = '"azure.identity" in sys.modules'
+    shown = after_cli_help("providers.AzureOpenAI", probe, after=extra, path=str(tmp_path))
+    assert shown == str(imported)
 
 
 # -- two regions, 100 calls in flight --------------------------------------------------

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
@@ -27,7 +25,7 @@ from providers.simulator.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
 from tests.conftest import turns
 from tests.orchestrator.health.redis.conftest import prefix, redis_server  # noqa: F401
 from tests.orchestrator.telemetry.conftest import Otel, otel  # noqa: F401
-from tests.providers.conftest import kept_then_refreshed
+from tests.providers.conftest import after_cli_help, kept_then_refreshed
 
 MODEL = "us.anthropic.claude-sonnet-4-6-v1:0"
 
@@ -451,30 +449,8 @@ def test_without_botocore_the_error_names_the_extra(monkeypatch: pytest.MonkeyPa
         BedrockConverse(MODEL, region="us-east-1")
 
 
-_PROBE = """
-import sys
-sys.argv = ["failover", "--help"]
-import providers
-providers.BedrockConverse
-from orchestrator.__main__ import main
-try:
-    main()
-except SystemExit:
-    pass
-print("botocore" in sys.modules)
-"""
-
-
 def test_import_providers_and_failover_help_never_import_botocore() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        env={**os.environ},
-    )
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert after_cli_help("providers.BedrockConverse", '"botocore" in sys.modules') == "False"
 
 
 # -- the chain file's type: bedrock ---------------------------------------------------------
