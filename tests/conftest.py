@@ -90,6 +90,13 @@ def hooks_module(directory: Path, prefix: str, source: str) -> str:
     return name
 
 
+def hooks_chain(directory: Path, prefix: str, source: str, text: str) -> tuple[Path, str]:
+    """``source`` as a fresh hooks module (:func:`hooks_module`) and ``text`` as the chain
+    file, each ``HOOKS`` in it replaced by that module's name; returns the file and name."""
+    name = hooks_module(directory, prefix, source)
+    return write_chain(directory, text.replace("HOOKS", name)), name
+
+
 def write_chain(directory: Path, text: str, name: str = "chain.yaml") -> Path:
     """``text`` (dedented) as the chain file ``name`` in ``directory``."""
     path = directory / name

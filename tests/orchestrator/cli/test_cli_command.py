@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.cli import main
 from providers.simulator import Fault, SimulatedServer
-from tests.conftest import hooks_module, write_chain
+from tests.conftest import hooks_chain, hooks_module, write_chain
 
 HOOKS = """
 import asyncio
@@ -37,15 +37,16 @@ def refuse(request):
 @pytest.fixture
 def chain(tmp_path: Path) -> Iterator[Path]:
     """A chain file with function providers: one agent that works, one that cannot."""
-    mod = hooks_module(tmp_path, "clihooks", HOOKS)
-    path = write_chain(
+    path, mod = hooks_chain(
         tmp_path,
-        f"""
+        "clihooks",
+        HOOKS,
+        """
             providers:
-              down: {{type: function, path: "{mod}:down"}}
-              unusable: {{type: function, path: "{mod}:unusable"}}
-              fn: {{type: function, path: "{mod}:answer"}}
-              refuse: {{type: function, path: "{mod}:refuse"}}
+              down: {type: function, path: "HOOKS:down"}
+              unusable: {type: function, path: "HOOKS:unusable"}
+              fn: {type: function, path: "HOOKS:answer"}
+              refuse: {type: function, path: "HOOKS:refuse"}
             agents:
               review:
                 providers: [down, unusable, fn]
@@ -61,9 +62,9 @@ def chain(tmp_path: Path) -> Iterator[Path]:
               release:
                 phases:
                   - name: Review
-                    steps: [{{name: review, agent: review, prompt: "Review {{input}}"}}]
+                    steps: [{name: review, agent: review, prompt: "Review {input}"}]
                   - name: Summary
-                    steps: [{{name: summary, agent: fn, prompt: "Sum {{review.text}}"}}]
+                    steps: [{name: summary, agent: fn, prompt: "Sum {review.text}"}]
             """,
     )
     yield path

@@ -14,7 +14,7 @@ import pytest
 from orchestrator import events
 from orchestrator.cli import main
 from orchestrator.cli.progress import Progress, describe_event
-from tests.conftest import hooks_module, write_chain
+from tests.conftest import hooks_chain
 from tests.orchestrator.cli.test_cli_command import HOOKS
 
 PROMPT = "PROMPT-TEXT-7f3a"
@@ -22,27 +22,28 @@ PROMPT = "PROMPT-TEXT-7f3a"
 
 @pytest.fixture
 def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    mod = hooks_module(tmp_path, "verbosehooks", HOOKS)
     monkeypatch.setenv("SECRET_KEY_VALUE", "sk-verbose-secret-0123456789")
-    path = write_chain(
+    path, mod = hooks_chain(
         tmp_path,
-        f"""
+        "verbosehooks",
+        HOOKS,
+        """
             providers:
-              down: {{type: function, path: "{mod}:down"}}
-              fn: {{type: function, path: "{mod}:answer"}}
-              refuse: {{type: function, path: "{mod}:refuse"}}
+              down: {type: function, path: "HOOKS:down"}
+              fn: {type: function, path: "HOOKS:answer"}
+              refuse: {type: function, path: "HOOKS:refuse"}
             agents:
               review:
                 providers: [down, fn]
                 max_retries: 1
                 retry_delay: 0.001
-              guarded: {{providers: [refuse, fn]}}
-              quick: {{providers: [down, fn], max_retries: 0}}
+              guarded: {providers: [refuse, fn]}
+              quick: {providers: [down, fn], max_retries: 0}
             workflows:
               release:
                 phases:
-                  - {{name: Review, steps: [{{name: review, agent: quick}}]}}
-                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "S {{review.text}}"}}]}}
+                  - {name: Review, steps: [{name: review, agent: quick}]}
+                  - {name: Summary, steps: [{name: summary, agent: fn, prompt: "S {review.text}"}]}
             """,
     )
     yield path
