@@ -33,6 +33,15 @@ def refuse(request):
     raise GuardrailTriggered("refused by policy")
 """
 
+# The chain file's providers, one per function of HOOKS (shared by test_cli_verbose).
+PROVIDERS = """
+providers:
+  down: {type: function, path: "HOOKS:down"}
+  unusable: {type: function, path: "HOOKS:unusable"}
+  fn: {type: function, path: "HOOKS:answer"}
+  refuse: {type: function, path: "HOOKS:refuse"}
+"""
+
 
 @pytest.fixture
 def chain(tmp_path: Path) -> Iterator[Path]:
@@ -41,12 +50,8 @@ def chain(tmp_path: Path) -> Iterator[Path]:
         tmp_path,
         "clihooks",
         HOOKS,
-        """
-            providers:
-              down: {type: function, path: "HOOKS:down"}
-              unusable: {type: function, path: "HOOKS:unusable"}
-              fn: {type: function, path: "HOOKS:answer"}
-              refuse: {type: function, path: "HOOKS:refuse"}
+        PROVIDERS
+        + textwrap.dedent("""
             agents:
               review:
                 providers: [down, unusable, fn]
@@ -65,7 +70,7 @@ def chain(tmp_path: Path) -> Iterator[Path]:
                     steps: [{name: review, agent: review, prompt: "Review {input}"}]
                   - name: Summary
                     steps: [{name: summary, agent: fn, prompt: "Sum {review.text}"}]
-            """,
+            """),
     )
     yield path
     sys.modules.pop(mod, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from orchestrator import events
 from orchestrator.cli import main
 from orchestrator.cli.progress import Progress, describe_event
 from tests.conftest import hooks_chain
-from tests.orchestrator.cli.test_cli_command import HOOKS
+from tests.orchestrator.cli.test_cli_command import HOOKS, PROVIDERS
 
 PROMPT = "PROMPT-TEXT-7f3a"
 
@@ -27,11 +28,8 @@ def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         tmp_path,
         "verbosehooks",
         HOOKS,
-        """
-            providers:
-              down: {type: function, path: "HOOKS:down"}
-              fn: {type: function, path: "HOOKS:answer"}
-              refuse: {type: function, path: "HOOKS:refuse"}
+        PROVIDERS
+        + textwrap.dedent("""
             agents:
               review:
                 providers: [down, fn]
@@ -44,7 +42,7 @@ def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                 phases:
                   - {name: Review, steps: [{name: review, agent: quick}]}
                   - {name: Summary, steps: [{name: summary, agent: fn, prompt: "S {review.text}"}]}
-            """,
+            """),
     )
     yield path
     sys.modules.pop(mod, None)
