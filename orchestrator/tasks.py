@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["cancel_and_wait", "raise_if_cancel_requested", "run_blocking"]
+__all__ = ["blocking_twin", "cancel_and_wait", "raise_if_cancel_requested", "run_blocking"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def run_blocking(start: Callable[[], Coroutine[Any, Any, T]], what: str, instead: str) -> T:
@@ -22,6 +24,24 @@ def run_blocking(start: Callable[[], Coroutine[Any, Any, T]], what: str, instead
     if _loop_running():
         raise RuntimeError(f"{what}: called inside a running event loop; use '{instead}'")
     return asyncio.run(start())
+
+
+def blocking_twin(
+    run: Callable[P, Coroutine[Any, Any, T]], what: str, instead: str
+) -> Callable[P, T]:
+    """The blocking twin of the coroutine function ``run`` (a ``run_sync`` method: same
+    parameters, each call through ``run_blocking``); use it so the two cannot drift."""
+
+    @functools.wraps(run)
+    def run_sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_blocking(lambda: run(*args, **kwargs), what, instead)
+
+    run_sync.__name__ = what.rpartition(".")[2]
+    run_sync.__qualname__ = what
+    run_sync.__doc__ = (
+        f"Blocking ``{run.__name__}`` for scripts; not for use inside a running event loop."
+    )
+    return run_sync
 
 
 def _loop_running() -> bool:

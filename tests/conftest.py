@@ -55,11 +55,31 @@ class Scripted:
         return Response(str(item))
 
 
+class InFlight:
+    """Counts the calls inside ``with in_flight:``: how many entered, how many left (also
+    by an exception or a cancellation), and the most inside at once."""
+
+    def __init__(self) -> None:
+        self.entered = self.left = self.most = 0
+
+    def __enter__(self) -> None:
+        self.entered += 1
+        self.most = max(self.most, self.entered - self.left)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.left += 1
+
+
 def health_store(clock: FakeClock, threshold: int = 3) -> MemoryHealthStore:
     """A memory store on ``clock`` whose circuits open after ``threshold`` failures."""
     return MemoryHealthStore(
         circuit=CircuitBreaker(failure_threshold=threshold, cooldown=30), clock=clock
     )
+
+
+def turns(*texts: str) -> list[dict[str, str]]:
+    """A conversation's messages: ``texts`` said by the user and the assistant in turn."""
+    return [{"role": ("user", "assistant")[i % 2], "content": text} for i, text in enumerate(texts)]
 
 
 def hooks_module(directory: Path, prefix: str, source: str) -> str:
@@ -68,6 +88,13 @@ def hooks_module(directory: Path, prefix: str, source: str) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     (directory / f"{name}.py").write_text(source)
     return name
+
+
+def hooks_chain(directory: Path, prefix: str, source: str, text: str) -> tuple[Path, str]:
+    """``source`` as a fresh hooks module (:func:`hooks_module`) and ``text`` as the chain
+    file, each ``HOOKS`` in it replaced by that module's name; returns the file and name."""
+    name = hooks_module(directory, prefix, source)
+    return write_chain(directory, text.replace("HOOKS", name)), name
 
 
 def write_chain(directory: Path, text: str, name: str = "chain.yaml") -> Path:

@@ -17,12 +17,11 @@ import asyncio
 import json
 import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 from orchestrator.cli.preflight import load, names
 from orchestrator.cli.tables import Tables
-from orchestrator.cli.text import MAX_STDIN_BYTES, UsageError, read_stdin
+from orchestrator.cli.text import UsageError, read_file_text, read_stdin
 from orchestrator.config import Config
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.serving import Verdict, explain
@@ -51,14 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _prompt(path: str) -> str:
     if path == "-":
         return read_stdin(sys.stdin)
-    try:
-        with Path(path).open("rb") as f:
-            data = f.read(MAX_STDIN_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"--prompt-file {path!r}: {exc.strerror or type(exc).__name__}") from None
-    if len(data) > MAX_STDIN_BYTES:
-        raise UsageError(f"--prompt-file {path!r}: more than {MAX_STDIN_BYTES >> 20} MiB")
-    return data.decode("utf-8", errors="replace")
+    return read_file_text(path, f"--prompt-file {path!r}")
 
 
 def _agent(config: Config, wanted: str | None) -> str:

@@ -19,7 +19,7 @@ from orchestrator.cli.preflight import check_workflow, load, names
 from orchestrator.cli.progress import Progress
 from orchestrator.cli.report import failure_json, result_json
 from orchestrator.cli.tables import ATTEMPT_HEADER, Tables, attempt_rows
-from orchestrator.cli.text import UsageError, read_file_input, read_stdin, readable
+from orchestrator.cli.text import UsageError, read_file_text, read_stdin, readable
 from orchestrator.config import Config
 from orchestrator.errors import FallbackError, HookError, ProviderError
 from orchestrator.routing.router import Keys
@@ -127,7 +127,10 @@ def _inputs(args: argparse.Namespace, prompt: str | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier():
             raise UsageError(f"--input {item!r}: write NAME=VALUE with NAME an identifier")
-        inputs[name] = read_file_input(value[1:]) if value.startswith("@") else readable(value)
+        if value.startswith("@"):
+            inputs[name] = read_file_text(value[1:], f"--input {value}")
+        else:
+            inputs[name] = readable(value)
     if prompt is not None:
         inputs["input"] = prompt
     return inputs

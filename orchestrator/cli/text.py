@@ -46,16 +46,18 @@ def read_stdin(stdin: TextIO) -> str:
     return text
 
 
-def read_file_input(path: str) -> str:
-    """``--input NAME=@PATH``: the file as text, at most ``MAX_STDIN_BYTES``, undecodable
-    bytes as U+FFFD."""
+def read_file_text(path: str, what: str) -> str:
+    """A file named on the command line (``--input NAME=@PATH``, ``--prompt-file``) as text:
+    at most ``MAX_STDIN_BYTES``, undecodable bytes as U+FFFD; ``what`` (the flag and path)
+    starts the ``UsageError`` when it cannot be read or is longer."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_STDIN_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"--input @{path}: cannot read it ({exc.strerror})") from None
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"{what}: cannot read it ({reason})") from None
     if len(data) > MAX_STDIN_BYTES:
-        raise UsageError(f"--input @{path}: more than {MAX_STDIN_BYTES >> 20} MiB")
+        raise UsageError(f"{what}: more than {MAX_STDIN_BYTES >> 20} MiB")
     return data.decode("utf-8", errors="replace")
 
 

@@ -26,7 +26,7 @@ from orchestrator.keywords import KeywordChecked, provider_for_model
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
 from orchestrator.routing.router import Keys
 from orchestrator.routing.setup import DEFAULT_AFFINITY_TTL, OrderName, router_for
-from orchestrator.tasks import run_blocking
+from orchestrator.tasks import blocking_twin
 from orchestrator.types import Attempt, Provider, Request, Result, Stop
 from orchestrator.units import seconds_or_none
 
@@ -213,22 +213,7 @@ class FallbackAgent(KeywordChecked):
         run = Run.start(self, _as_request(request), schema, timeout, keys=keys)
         return await run.execute()
 
-    def run_sync(
-        self,
-        request: str | Request,
-        *,
-        schema: type[SchemaT] | None = None,
-        timeout: float | timedelta | None = None,
-        affinity: str | None = None,
-        split_key: str | None = None,
-    ) -> Result[SchemaT]:
-        """Blocking ``run`` for scripts; not for use inside a running event loop."""
-        keys = {"affinity": affinity, "split_key": split_key}
-        return run_blocking(
-            lambda: self.run(request, schema=schema, timeout=timeout, **keys),
-            "FallbackAgent.run_sync",
-            "await agent.run(...)",
-        )
+    run_sync = blocking_twin(run, "FallbackAgent.run_sync", "await agent.run(...)")
 
     def stream(
         self,

@@ -12,6 +12,7 @@ import orchestrator
 from orchestrator import FallbackAgent, Request, RetryPolicy
 from orchestrator import errors as E
 from providers import FunctionProvider
+from tests.conftest import turns
 
 
 def ok(req: Request) -> str:
@@ -23,11 +24,7 @@ P = FunctionProvider(ok)
 
 def test_request_prompt_messages_and_replace() -> None:
     r = Request(
-        messages=[
-            {"role": "user", "content": "first"},
-            {"role": "assistant", "content": "a"},
-            {"role": "user", "content": "second"},
-        ],
+        messages=turns("first", "a", "second"),
         system="sys",
         temperature=0.2,
     )

@@ -10,7 +10,7 @@ from orchestrator import FallbackAgent, FallbackError, Request
 from orchestrator.errors import ServerError
 from orchestrator.workflow import Parallel, Phase, Step, Workflow, WorkflowError
 from providers import FunctionProvider
-from tests.conftest import Scripted, wait_until_cancelled
+from tests.conftest import InFlight, Scripted, wait_until_cancelled
 
 
 def echo(name: str, log: list[str] | None = None) -> FallbackAgent:
@@ -39,15 +39,11 @@ async def test_phases_run_in_order_and_templates_use_earlier_outputs() -> None:
 
 
 async def test_parallel_runs_at_once_with_a_limit() -> None:
-    running = 0
-    peak = 0
+    inside = InFlight()
 
     async def slow(req: Request) -> str:
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        await asyncio.sleep(0.01)
-        running -= 1
+        with inside:
+            await asyncio.sleep(0.01)
         return req.prompt
 
     steps = [
@@ -55,8 +51,8 @@ async def test_parallel_runs_at_once_with_a_limit() -> None:
         for i in range(6)
     ]
     out = await Workflow(Phase("Fan", Parallel(*steps, limit=2))).run({})
-    assert peak == 2 and sorted(r.text for r in out.values()) == [str(i) for i in range(6)]
-    peak = 0
+    assert inside.most == 2 and sorted(r.text for r in out.values()) == [str(i) for i in range(6)]
+    inside.most = 0
     await Workflow(
         Phase(
             "Fan",
@@ -68,7 +64,7 @@ async def test_parallel_runs_at_once_with_a_limit() -> None:
             ),
         )
     ).run({})
-    assert peak == 4
+    assert inside.most == 4
 
 
 async def test_missing_reference_is_an_error_before_anything_is_called() -> None:
@@ -157,16 +153,11 @@ async def test_parallel_failure_cancels_siblings_and_leaks_nothing() -> None:
 
 
 async def test_cancelling_the_run_stops_all_running_steps() -> None:
-    started = 0
-    stopped = 0
+    inside = InFlight()
 
     async def hang(req: Request) -> str:
-        nonlocal started, stopped
-        started += 1
-        try:
+        with inside:
             await asyncio.Event().wait()
-        finally:
-            stopped += 1
         return "never"
 
     steps = [
@@ -175,12 +166,12 @@ async def test_cancelling_the_run_stops_all_running_steps() -> None:
     ]
     before = asyncio.all_tasks()
     task = asyncio.create_task(Workflow(Phase("P", Parallel(*steps))).run({}))
-    while started < 3:
+    while inside.entered < 3:
         await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert stopped == 3
+    assert inside.left == 3
     await asyncio.sleep(0)
     assert asyncio.all_tasks() == before
 

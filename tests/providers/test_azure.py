@@ -4,8 +4,6 @@ errors in the taxonomy, its prices, and a two-region chain under load."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,6 +15,8 @@ from orchestrator import FallbackAgent
 from orchestrator import errors as E
 from orchestrator.types import Request
 from providers import AzureOpenAI, Fault, SimulatedServer
+from tests.providers.conftest import after_cli_help, kept_then_refreshed
+from tests.providers.http.test_http_matrix import call
 
 KEY = "azure-key-0123456789abcdef"
 
@@ -119,11 +119,7 @@ async def test_a_blocked_prompt_is_a_guardrail_400(sim: SimulatedServer, mode: s
     sim.script("azure", [Fault.content_filter(prompt_blocked=True)])
     provider = azure(sim, api_version="2024-10-21")
     with pytest.raises(E.GuardrailTriggered) as info:
-        if mode == "complete":
-            await provider.complete(Request("What is the capital of France?"))
-        else:
-            async for _ in provider.stream(Request("What is the capital of France?")):
-                pass
+        await call(provider, mode, Request("What is the capital of France?"))
     assert info.value.status == 400 and "content management policy" in str(info.value)
     assert "capital of France" not in str(info.value)
 
@@ -227,12 +223,7 @@ async def test_entra_tokens_fetched_once_off_the_loop_and_refreshed_before_expir
     sent = {r["headers"]["authorization"] for r in sim.requests("azure")}
     assert sent == {"Bearer entra-token-1-abcdef"}
     assert all("api-key" not in r["headers"] for r in sim.requests("azure"))
-    now[0] += 3600 - 301  # still valid for 301 s: kept
-    await provider.complete(Request("hi"))
-    assert len(credential.calls) == 1
-    now[0] += 2  # within the 5-minute margin: refreshed before it expires
-    await provider.complete(Request("hi"))
-    assert len(credential.calls) == 2
+    await kept_then_refreshed(provider, now, 300, lambda: len(credential.calls))  # 5 minutes
     assert sim.requests("azure")[-1]["headers"]["authorization"] == "Bearer entra-token-2-abcdef"
 
 
@@ -280,20 +271,6 @@ def test_default_credential_without_the_extra_says_which_to_install(
 
 # -- azure.identity only when a credential is used ---------------------------------------
 
-_PROBE = """
-import sys
-sys.argv = ["failover", "--help"]
-import providers
-providers.AzureOpenAI
-from orchestrator.__main__ import main
-try:
-    main()
-except SystemExit:
-    pass
-{extra}
-print("azure.identity" in sys.modules)
-"""
-
 
 @pytest.mark.parametrize(
     ("extra", "imported"),
@@ -311,16 +288,9 @@ def test_import_providers_and_failover_help_never_import_azure_identity(
     (fake / "__init__.py").write_text(
         "class DefaultAzureCredential:\n    def get_token(self, *s):\n        raise RuntimeError\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(extra=extra)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=120,
-    )
-    assert out.stdout.strip().splitlines()[-1] == str(imported)
+    probe = '"azure.identity" in sys.modules'
+    shown = after_cli_help("providers.AzureOpenAI", probe, after=extra, path=str(tmp_path))
+    assert shown == str(imported)
 
 
 # -- two regions, 100 calls in flight --------------------------------------------------

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
@@ -24,8 +22,10 @@ from orchestrator.testing import capture_events
 from orchestrator.types import Message, Request, Response, Tool, ToolCall
 from providers import AnthropicMessages, BedrockConverse, Fault, SimulatedServer
 from providers.simulator.server import SIM_AWS_KEY_ID, SIM_AWS_SECRET
+from tests.conftest import turns
 from tests.orchestrator.health.redis.conftest import prefix, redis_server  # noqa: F401
 from tests.orchestrator.telemetry.conftest import Otel, otel  # noqa: F401
+from tests.providers.conftest import after_cli_help, kept_then_refreshed
 
 MODEL = "us.anthropic.claude-sonnet-4-6-v1:0"
 
@@ -53,11 +53,7 @@ async def streamed(provider: BedrockConverse, request: Request) -> tuple[list[An
 async def test_converse_url_signature_and_body(sim: SimulatedServer) -> None:
     provider = bedrock(sim, max_tokens=300, cache_points=("system", "messages"))
     request = Request(
-        messages=[
-            {"role": "user", "content": "Hi"},
-            {"role": "assistant", "content": "Hello."},
-            {"role": "user", "content": "What is the capital of France?"},
-        ],
+        messages=turns("Hi", "Hello.", "What is the capital of France?"),
         system="Be brief.",
         temperature=0.2,
         stop=["END"],
@@ -397,12 +393,7 @@ async def test_credentials_resolved_once_off_the_loop_and_refreshed_before_expir
     await asyncio.gather(*(provider.complete(Request("hi")) for _ in range(100)))
     assert len(source.calls) == 1 and threading.get_ident() not in source.calls
     assert {r["headers"]["x-amz-security-token"] for r in sim.requests("bedrock")} == {"token-1"}
-    now[0] += 3600 - 901  # 901 s left: kept
-    await provider.complete(Request("hi"))
-    assert len(source.calls) == 1
-    now[0] += 2  # inside the 15-minute margin: refreshed before it expires
-    await provider.complete(Request("hi"))
-    assert len(source.calls) == 2
+    await kept_then_refreshed(provider, now, 900, lambda: len(source.calls))  # 15 minutes
     assert sim.requests("bedrock")[-1]["headers"]["x-amz-security-token"] == "token-2"
 
 
@@ -458,30 +449,8 @@ def test_without_botocore_the_error_names_the_extra(monkeypatch: pytest.MonkeyPa
         BedrockConverse(MODEL, region="us-east-1")
 
 
-_PROBE = """
-import sys
-sys.argv = ["failover", "--help"]
-import providers
-providers.BedrockConverse
-from orchestrator.__main__ import main
-try:
-    main()
-except SystemExit:
-    pass
-print("botocore" in sys.modules)
-"""
-
-
 def test_import_providers_and_failover_help_never_import_botocore() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        env={**os.environ},
-    )
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert after_cli_help("providers.BedrockConverse", '"botocore" in sys.modules') == "False"
 
 
 # -- the chain file's type: bedrock ---------------------------------------------------------

@@ -5,8 +5,6 @@ the chain-file types, and google-auth imported only when used."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -23,6 +21,8 @@ from orchestrator.types import Request
 from providers import BenchmarkFault, Fault, SimulatedServer, VertexAnthropic, VertexGemini
 from providers.http.errors import map_vertex_error
 from providers.vertex.auth import SCOPE, GoogleToken
+from tests.providers.conftest import after_cli_help, kept_then_refreshed
+from tests.providers.http.test_http_matrix import call
 
 PROJECT = "sim-project"
 ROOT = "/vertex/v1/projects/sim-project/locations"
@@ -167,13 +167,13 @@ async def test_credentials_refreshed_once_off_the_loop_and_again_before_expiry(
         await asyncio.gather(*(provider.complete(Request("hi")) for _ in range(100)))
         assert credentials.refreshes == 1
         assert threading.get_ident() not in credentials.threads  # on a worker thread
-        now[0] += 3600 - 301  # still valid for 301 s: kept
-        await provider.complete(Request("hi"))
-        assert credentials.refreshes == 1
-        now[0] += 2  # within the 5-minute margin: refreshed before it expires
-        sim.vertex_token = "ya29.token-2-abcdef"
-        await provider.complete(Request("hi"))
-        assert credentials.refreshes == 2
+        await kept_then_refreshed(
+            provider,
+            now,
+            300,  # 5 minutes
+            lambda: credentials.refreshes,
+            lambda: setattr(sim, "vertex_token", "ya29.token-2-abcdef"),
+        )
     finally:
         sim.vertex_token = sim_token
     sent = sim.requests("vertex_anthropic")[-1]["headers"]["authorization"]
@@ -269,31 +269,13 @@ async def test_default_credentials_are_google_auths_with_the_cloud_platform_scop
     assert asked == [[SCOPE]] and token.current().reveal() == "ya29.token-1-abcdef"
 
 
-_PROBE = """
-import sys
-sys.argv = ["failover", "--help"]
-import providers
+def test_import_providers_and_failover_help_never_import_google_auth() -> None:
+    before = """
 providers.VertexAnthropic("claude-sonnet-4-6", project="p1", location="us-east5")
 providers.VertexGemini("gemini-2.5-flash", project="p1", location="us-east5")
-from orchestrator.__main__ import main
-try:
-    main()
-except SystemExit:
-    pass
-print(sorted(m for m in sys.modules if m.startswith("google.auth") or m == "requests"))
 """
-
-
-def test_import_providers_and_failover_help_never_import_google_auth() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=True,
-        timeout=120,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    probe = 'sorted(m for m in sys.modules if m.startswith("google.auth") or m == "requests")'
+    assert after_cli_help(before, probe) == "[]"
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -369,11 +351,7 @@ async def test_hostile_faults_are_classified(
     route = "vertex_anthropic" if make is claude else "vertex_gemini"
     sim.script(route, [fault()])
     with pytest.raises(E.ProviderError) as info:
-        if mode == "complete":
-            await provider.complete(Request("hi"))
-        else:
-            async for _ in provider.stream(Request("hi")):
-                pass
+        await call(provider, mode, Request("hi"))
     wanted = (
         E.StreamInterrupted if mode == "stream" and expected is E.ConnectionFailed else expected
     )

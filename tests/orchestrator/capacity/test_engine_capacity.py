@@ -12,7 +12,7 @@ from orchestrator.capacity import Ticket
 from orchestrator.engine.serving import explain
 from orchestrator.errors import AtCapacity, BudgetExceeded, BudgetSpent, RateLimited
 from orchestrator.testing import FakeClock, capture_events
-from tests.conftest import Scripted, health_store
+from tests.conftest import InFlight, Scripted, health_store
 
 
 def limited(name: str, clock: FakeClock | None = None, **attrs: Any) -> Scripted:
@@ -95,15 +95,11 @@ async def test_a_failed_call_gives_back_what_it_did_not_use(clock: FakeClock) ->
 
 async def test_max_concurrency_holds_under_many_calls_in_flight(clock: FakeClock) -> None:
     release = asyncio.Event()
-    inside = 0
-    most = 0
+    inside = InFlight()
 
     async def slow(request: Request) -> Response:
-        nonlocal inside, most
-        inside += 1
-        most = max(most, inside)
-        await release.wait()
-        inside -= 1
+        with inside:
+            await release.wait()
         return Response("slow")
 
     a = Scripted("a", ["x"])
@@ -116,7 +112,7 @@ async def test_max_concurrency_holds_under_many_calls_in_flight(clock: FakeClock
         await asyncio.sleep(0)
     release.set()
     results = await asyncio.gather(*runs)
-    assert most == 5
+    assert inside.most == 5
     assert sum(r.handled_by == "a" for r in results) == 5
     assert sum(r.handled_by == "b" for r in results) == 45
 

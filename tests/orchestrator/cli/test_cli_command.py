@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.cli import main
 from providers.simulator import Fault, SimulatedServer
-from tests.conftest import hooks_module, write_chain
+from tests.conftest import hooks_chain, hooks_module, write_chain
 
 HOOKS = """
 import asyncio
@@ -33,19 +33,25 @@ def refuse(request):
     raise GuardrailTriggered("refused by policy")
 """
 
+# The chain file's providers, one per function of HOOKS (shared by test_cli_verbose).
+PROVIDERS = """
+providers:
+  down: {type: function, path: "HOOKS:down"}
+  unusable: {type: function, path: "HOOKS:unusable"}
+  fn: {type: function, path: "HOOKS:answer"}
+  refuse: {type: function, path: "HOOKS:refuse"}
+"""
+
 
 @pytest.fixture
 def chain(tmp_path: Path) -> Iterator[Path]:
     """A chain file with function providers: one agent that works, one that cannot."""
-    mod = hooks_module(tmp_path, "clihooks", HOOKS)
-    path = write_chain(
+    path, mod = hooks_chain(
         tmp_path,
-        f"""
-            providers:
-              down: {{type: function, path: "{mod}:down"}}
-              unusable: {{type: function, path: "{mod}:unusable"}}
-              fn: {{type: function, path: "{mod}:answer"}}
-              refuse: {{type: function, path: "{mod}:refuse"}}
+        "clihooks",
+        HOOKS,
+        PROVIDERS
+        + textwrap.dedent("""
             agents:
               review:
                 providers: [down, unusable, fn]
@@ -61,10 +67,10 @@ def chain(tmp_path: Path) -> Iterator[Path]:
               release:
                 phases:
                   - name: Review
-                    steps: [{{name: review, agent: review, prompt: "Review {{input}}"}}]
+                    steps: [{name: review, agent: review, prompt: "Review {input}"}]
                   - name: Summary
-                    steps: [{{name: summary, agent: fn, prompt: "Sum {{review.text}}"}}]
-            """,
+                    steps: [{name: summary, agent: fn, prompt: "Sum {review.text}"}]
+            """),
     )
     yield path
     sys.modules.pop(mod, None)

@@ -119,6 +119,8 @@ def test_explain_refuses_a_missing_prompt_file_and_an_unknown_agent(
         ["explain", str(chain), "--agent", "review", "--prompt-file", "nope.txt"], capsys
     )
     assert code == 2 and "--prompt-file 'nope.txt'" in err
+    # the same words as run's --input @FILE: one reader of a bounded file serves both
+    assert "--prompt-file 'nope.txt': cannot read it (No such file or directory)" in err
     prompt = str(chain.parent / "p.txt")
     code, _, err = _main(["explain", str(chain), "--agent", "x", "--prompt-file", prompt], capsys)
     assert code == 2 and "no agent 'x'" in err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from tests.conftest import hooks_module, write_chain
+from tests.conftest import hooks_chain
 
 HOOKS = """
 calls = []
@@ -21,12 +21,13 @@ def answer(request):
 
 
 def _chain(tmp_path: Path, summary_prompt: str) -> tuple[Path, str]:
-    mod = hooks_module(tmp_path, "preflight", HOOKS)
-    path = write_chain(
+    return hooks_chain(
         tmp_path,
+        "preflight",
+        HOOKS,
         f"""
             providers:
-              fn: {{type: function, path: "{mod}:answer"}}
+              fn: {{type: function, path: "HOOKS:answer"}}
             agents:
               review: {{providers: [fn]}}
             workflows:
@@ -36,7 +37,6 @@ def _chain(tmp_path: Path, summary_prompt: str) -> tuple[Path, str]:
                   - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "{summary_prompt}"}}]}}
             """,
     )
-    return path, mod
 
 
 @pytest.fixture

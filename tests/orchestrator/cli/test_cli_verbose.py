@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,36 +15,34 @@ import pytest
 from orchestrator import events
 from orchestrator.cli import main
 from orchestrator.cli.progress import Progress, describe_event
-from tests.conftest import hooks_module, write_chain
-from tests.orchestrator.cli.test_cli_command import HOOKS
+from tests.conftest import hooks_chain
+from tests.orchestrator.cli.test_cli_command import HOOKS, PROVIDERS
 
 PROMPT = "PROMPT-TEXT-7f3a"
 
 
 @pytest.fixture
 def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    mod = hooks_module(tmp_path, "verbosehooks", HOOKS)
     monkeypatch.setenv("SECRET_KEY_VALUE", "sk-verbose-secret-0123456789")
-    path = write_chain(
+    path, mod = hooks_chain(
         tmp_path,
-        f"""
-            providers:
-              down: {{type: function, path: "{mod}:down"}}
-              fn: {{type: function, path: "{mod}:answer"}}
-              refuse: {{type: function, path: "{mod}:refuse"}}
+        "verbosehooks",
+        HOOKS,
+        PROVIDERS
+        + textwrap.dedent("""
             agents:
               review:
                 providers: [down, fn]
                 max_retries: 1
                 retry_delay: 0.001
-              guarded: {{providers: [refuse, fn]}}
-              quick: {{providers: [down, fn], max_retries: 0}}
+              guarded: {providers: [refuse, fn]}
+              quick: {providers: [down, fn], max_retries: 0}
             workflows:
               release:
                 phases:
-                  - {{name: Review, steps: [{{name: review, agent: quick}}]}}
-                  - {{name: Summary, steps: [{{name: summary, agent: fn, prompt: "S {{review.text}}"}}]}}
-            """,
+                  - {name: Review, steps: [{name: review, agent: quick}]}
+                  - {name: Summary, steps: [{name: summary, agent: fn, prompt: "S {review.text}"}]}
+            """),
     )
     yield path
     sys.modules.pop(mod, None)

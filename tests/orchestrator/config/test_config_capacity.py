@@ -11,20 +11,28 @@ from orchestrator.config import ConfigError, load_config
 from tests.conftest import write_chain
 
 
-def test_limits_and_budgets_reach_the_provider_and_the_agent(tmp_path: Path) -> None:
-    chain = """
+def fast_chain(provider: list[str], agent: list[str]) -> str:
+    """A chain file of one function provider ``fast`` with the keys ``provider`` (lines of
+    YAML, from line 6 on) and one agent ``main`` of it with the keys ``agent``."""
+    keys = "\n        "  # the next line at the same indent
+    return f"""
     providers:
       fast:
         type: function
         path: "os:getcwd"
-        limits: {rpm: 600, tpm: 150000, max_concurrency: 64}
-        budget: {usd: 5, per: hour}
+        {keys.join(provider)}
     agents:
       main:
         providers: [fast]
-        budget: {usd: 50, per: day}
-        wait_for_capacity: 2
+        {keys.join(agent)}
     """
+
+
+def test_limits_and_budgets_reach_the_provider_and_the_agent(tmp_path: Path) -> None:
+    chain = fast_chain(
+        ["limits: {rpm: 600, tpm: 150000, max_concurrency: 64}", "budget: {usd: 5, per: hour}"],
+        ["budget: {usd: 50, per: day}", "wait_for_capacity: 2"],
+    )
     agent = load_config(write_chain(tmp_path, chain)).agents["main"]
     provider = agent.children[0]
     assert provider.limits == Limits(rpm=600, tpm=150_000, max_concurrency=64)  # type: ignore[union-attr]
@@ -33,17 +41,7 @@ def test_limits_and_budgets_reach_the_provider_and_the_agent(tmp_path: Path) -> 
 
 
 def test_bad_limits_and_budgets_are_located_errors(tmp_path: Path) -> None:
-    chain = """
-    providers:
-      fast:
-        type: function
-        path: "os:getcwd"
-        limits: {rpm: 0, tmp: 5}
-    agents:
-      main:
-        providers: [fast]
-        budget: {usd: 50, per: week}
-    """
+    chain = fast_chain(["limits: {rpm: 0, tmp: 5}"], ["budget: {usd: 50, per: week}"])
     with pytest.raises(ConfigError) as info:
         load_config(write_chain(tmp_path, chain))
     text = str(info.value)

@@ -30,6 +30,7 @@ from orchestrator.config import ConfigError, load_config
 from orchestrator.types import Request
 from providers import AnthropicMessages, HTTPFallback, OpenAIChat
 from providers.simulator import Fault, SimulatedServer
+from tests.providers.http.test_http_matrix import call
 
 TRANSPORTS = ("aiohttp", "reqwest")
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
@@ -194,11 +195,7 @@ async def test_a_self_signed_certificate_is_refused(
     async with server.server:
         for mode in ("complete", "stream"):
             with pytest.raises(E.ConnectionFailed) as info:
-                if mode == "complete":
-                    await provider.complete(Request("hi"))
-                else:
-                    async for _ in provider.stream(Request("hi")):
-                        pass
+                await call(provider, mode, Request("hi"))
             assert "certificate" in str(info.value).lower(), str(info.value)
             assert "sk-ant-secret-0123" not in str(info.value)
     assert requests == []  # the key never crossed the unverified connection
@@ -254,15 +251,7 @@ async def test_a_cancelled_call_returns_at_once_and_its_connection_ends_by_its_t
     )
     async with server.server, provider:
         for mode in ("complete", "stream"):
-
-            async def call(mode: str = mode) -> None:
-                if mode == "complete":
-                    await provider.complete(Request("hi"))
-                else:
-                    async for _ in provider.stream(Request("hi")):
-                        pass
-
-            task = asyncio.ensure_future(call())
+            task = asyncio.ensure_future(call(provider, mode, Request("hi")))
             await asyncio.sleep(0.1)
             cancelled_at = time.monotonic()
             task.cancel()
