@@ -9,7 +9,6 @@ sent as a prefill (continue from this prefix) and only the new text is returned.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal, Unpack
 
@@ -17,7 +16,7 @@ from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
+from orchestrator.types import Request, Response, ToolCallDelta, Usage
 from providers.http.base import (
     Missing,
     VendorProvider,
@@ -29,7 +28,7 @@ from providers.http.base import (
 )
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
-from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
+from providers.http.tools import ToolUses, ToolUseStream
 
 __all__ = ["AnthropicMessages", "AnthropicSpec"]
 
@@ -137,26 +136,16 @@ class AnthropicMessages(VendorProvider):
         if not isinstance(content, list):
             raise Missing("reply has no content list")
         texts: list[str] = []
-        calls: list[ToolCall] = []
-        given: Any = _NONE
+        uses = ToolUses(answer)
         for b in content:
             kind = b.get("type") if isinstance(b, Mapping) else None
             if kind == "text":
                 texts.append(str(b.get("text", "")))
-            elif kind == "tool_use" and answer is not None and b.get("name") == answer:
-                given = b.get("input", _NONE) if given is _NONE else given
             elif kind == "tool_use":
-                calls.append(tool_call(b.get("id"), b.get("name"), b.get("input")))
-        if len(calls) > MAX_TOOL_CALLS:
-            raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
-        if given is not _NONE:
-            text = json.dumps(given)
-        elif answer is not None and not calls:
-            raise Missing("reply has no tool_use block with an input (structured output)")
-        else:
-            text = prefill.new_text("".join(texts))
+                uses.add(b.get("id"), b.get("name"), b.get("input"))
+        text, calls = uses.reply(prefill.new_text("".join(texts)), "tool_use")
         usage = _usage(data)
-        return self.response(text, usage, data.get("model"), data.get("stop_reason"), tuple(calls))
+        return self.response(text, usage, data.get("model"), data.get("stop_reason"), calls)
 
     def reply_usage(self, data: Any) -> Usage | None:
         return _usage(data)
@@ -214,9 +203,6 @@ class AnthropicMessages(VendorProvider):
         return self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
 
 
-_NONE: Any = object()
-
-
 def _usage(data: Any) -> Usage | None:
     """The ``usage`` a Messages reply reports (None when it has none)."""
     usage = data.get("usage") if isinstance(data, Mapping) else None
@@ -225,19 +211,15 @@ def _usage(data: Any) -> Usage | None:
     return Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
 
 
-class _StreamState:
+class _StreamState(ToolUseStream):
     """What a Messages stream has said so far; :meth:`read` takes one event."""
 
     def __init__(self, answer: str | None, prefill: _Prefill) -> None:
-        self.answer, self.prefill = answer, prefill
-        self.parts: list[str] = []
-        self.calls = ToolCallAssembler()
-        self.blocks: dict[Any, str | int] = {}  # content block index -> "text", "answer", call #
-        self.tools = 0  # tool_use blocks (not the answer's) so far
+        super().__init__(answer)
+        self.prefill = prefill
         self.input_tokens = self.output_tokens = 0
         self.saw_usage = False
         self.model: str | None = None
-        self.stop: str | None = None
 
     def usage(self) -> Usage | None:
         """The usage the stream reported so far (None before ``message_start`` gave one)."""
@@ -266,12 +248,7 @@ class _StreamState:
         if block.get("type") != "tool_use":
             self.blocks[index] = "text"
             return None
-        if self.answer is not None and block.get("name") == self.answer:
-            self.blocks[index] = "answer"
-            return None
-        number, self.tools = self.tools, self.tools + 1
-        self.blocks[index] = number
-        return self.calls.add(ToolCallDelta(number, block.get("id"), block.get("name")))
+        return self.start_tool(index, block.get("id"), block.get("name"))
 
     def _delta(self, index: Any, delta: Any) -> str | ToolCallDelta | None:
         block = self.blocks.get(index, "answer" if self.answer is not None else "text")
