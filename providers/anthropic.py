@@ -24,11 +24,12 @@ from providers.http.base import (
     dig,
     join_url,
     schema_name,
-    tokens,
 )
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
 from providers.http.tools import ToolUses, ToolUseStream
+from providers.http.usage import ANTHROPIC as ANTHROPIC_USAGE
+from providers.http.usage import usage_of
 
 __all__ = ["AnthropicMessages", "AnthropicSpec"]
 
@@ -205,10 +206,15 @@ class AnthropicMessages(VendorProvider):
 
 def _usage(data: Any) -> Usage | None:
     """The ``usage`` a Messages reply reports (None when it has none)."""
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    return Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
+    return usage_of(data.get("usage") if isinstance(data, Mapping) else None, ANTHROPIC_USAGE)
+
+
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
 
 
 class _StreamState(ToolUseStream):
@@ -217,32 +223,38 @@ class _StreamState(ToolUseStream):
     def __init__(self, answer: str | None, prefill: _Prefill) -> None:
         super().__init__(answer)
         self.prefill = prefill
-        self.input_tokens = self.output_tokens = 0
-        self.saw_usage = False
+        self.counts: dict[str, Any] = {}  # the usage counts reported so far
+        self.counted: Usage | None = None
         self.model: str | None = None
 
     def usage(self) -> Usage | None:
         """The usage the stream reported so far (None before ``message_start`` gave one)."""
-        return Usage(self.input_tokens, self.output_tokens) if self.saw_usage else None
+        return self.counted
 
     def read(self, kind: Any, data: Any) -> str | ToolCallDelta | None:
         """The text or tool-call delta one event carries, if any (bookkeeping the rest)."""
         if kind == "message_start":
             message = dig(data, "message", what="stream event")
             self.model = message.get("model")
-            usage = message.get("usage") or {}
-            self.input_tokens = tokens(usage.get("input_tokens"))
-            self.output_tokens = tokens(usage.get("output_tokens"))
-            self.saw_usage = "input_tokens" in usage
+            usage = message.get("usage")
+            if isinstance(usage, Mapping) and "input_tokens" in usage:
+                self._count(usage)
         elif kind == "content_block_start":
             return self._start(data.get("index"), dig(data, "content_block", what="stream event"))
         elif kind == "content_block_delta":
             return self._delta(data.get("index"), dig(data, "delta", what="stream event"))
         elif kind == "message_delta":
             self.stop = dig(data, "delta", what="stream event").get("stop_reason") or self.stop
-            usage = data.get("usage") or {}
-            self.output_tokens = tokens(usage.get("output_tokens") or self.output_tokens)
+            if self.counted is not None and isinstance(data.get("usage"), Mapping):
+                self._count(data["usage"])
         return None
+
+    def _count(self, usage: Mapping[str, Any]) -> None:
+        """Take ``message_start``'s counts, then each ``message_delta``'s over them (they
+        are cumulative: output, and on recent models input and cache too; a count it
+        leaves out, or gives as 0, keeps the one before)."""
+        self.counts.update((k, usage[k]) for k in _COUNTS if usage.get(k))
+        self.counted = usage_of(self.counts, ANTHROPIC_USAGE)
 
     def _start(self, index: Any, block: Any) -> ToolCallDelta | None:
         if block.get("type") != "tool_use":

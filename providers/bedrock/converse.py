@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orchestrator.types import Request, ToolCall, ToolCallDelta, Usage
-from providers.http.shape import Missing, dig, schema_name, tokens
+from providers.http.shape import Missing, dig, schema_name
 from providers.http.tools import ToolUses, ToolUseStream
+from providers.http.usage import BEDROCK
+from providers.http.usage import usage_of as reported_usage
 
 __all__ = [
     "CACHE_POINTS",
@@ -122,13 +124,9 @@ def converse_body(
 
 
 def usage_of(data: Any) -> Usage | None:
-    """The ``usage`` a reply or ``metadata`` event reports (None without one); cache
-    reads and writes count as input, as they are billed."""
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    cached = tokens(usage.get("cacheReadInputTokens")) + tokens(usage.get("cacheWriteInputTokens"))
-    return Usage(tokens(usage.get("inputTokens")) + cached, tokens(usage.get("outputTokens")))
+    """The ``usage`` a reply or ``metadata`` event reports (None without one); its
+    ``inputTokens`` leave out the cache reads and writes, which ``Usage`` counts in."""
+    return reported_usage(data.get("usage") if isinstance(data, Mapping) else None, BEDROCK)
 
 
 def read_reply(data: Any, answer: str | None) -> tuple[str, tuple[ToolCall, ...]]:
