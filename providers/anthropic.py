@@ -9,7 +9,6 @@ sent as a prefill (continue from this prefix) and only the new text is returned.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal, Unpack
 
@@ -17,7 +16,7 @@ from orchestrator import PROGRESS
 from orchestrator.config.spec import BuildContext, PositiveInt, given
 from orchestrator.errors import GuardrailTriggered, InvalidOutput, ProviderError
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, ToolCall, ToolCallDelta, Usage
+from orchestrator.types import Request, Response, ToolCallDelta, Usage
 from providers.http.base import (
     Missing,
     VendorProvider,
@@ -25,11 +24,12 @@ from providers.http.base import (
     dig,
     join_url,
     schema_name,
-    tokens,
 )
 from providers.http.errors import map_anthropic_error
 from providers.http.spec import VendorSpec
-from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
+from providers.http.tools import ToolUses, ToolUseStream
+from providers.http.usage import ANTHROPIC as ANTHROPIC_USAGE
+from providers.http.usage import usage_of
 
 __all__ = ["AnthropicMessages", "AnthropicSpec"]
 
@@ -137,26 +137,16 @@ class AnthropicMessages(VendorProvider):
         if not isinstance(content, list):
             raise Missing("reply has no content list")
         texts: list[str] = []
-        calls: list[ToolCall] = []
-        given: Any = _NONE
+        uses = ToolUses(answer)
         for b in content:
             kind = b.get("type") if isinstance(b, Mapping) else None
             if kind == "text":
                 texts.append(str(b.get("text", "")))
-            elif kind == "tool_use" and answer is not None and b.get("name") == answer:
-                given = b.get("input", _NONE) if given is _NONE else given
             elif kind == "tool_use":
-                calls.append(tool_call(b.get("id"), b.get("name"), b.get("input")))
-        if len(calls) > MAX_TOOL_CALLS:
-            raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
-        if given is not _NONE:
-            text = json.dumps(given)
-        elif answer is not None and not calls:
-            raise Missing("reply has no tool_use block with an input (structured output)")
-        else:
-            text = prefill.new_text("".join(texts))
+                uses.add(b.get("id"), b.get("name"), b.get("input"))
+        text, calls = uses.reply(prefill.new_text("".join(texts)), "tool_use")
         usage = _usage(data)
-        return self.response(text, usage, data.get("model"), data.get("stop_reason"), tuple(calls))
+        return self.response(text, usage, data.get("model"), data.get("stop_reason"), calls)
 
     def reply_usage(self, data: Any) -> Usage | None:
         return _usage(data)
@@ -214,64 +204,63 @@ class AnthropicMessages(VendorProvider):
         return self.response("".join(state.parts), state.usage(), state.model, state.stop, calls)
 
 
-_NONE: Any = object()
-
-
 def _usage(data: Any) -> Usage | None:
     """The ``usage`` a Messages reply reports (None when it has none)."""
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    return Usage(tokens(usage.get("input_tokens")), tokens(usage.get("output_tokens")))
+    return usage_of(data.get("usage") if isinstance(data, Mapping) else None, ANTHROPIC_USAGE)
 
 
-class _StreamState:
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+class _StreamState(ToolUseStream):
     """What a Messages stream has said so far; :meth:`read` takes one event."""
 
     def __init__(self, answer: str | None, prefill: _Prefill) -> None:
-        self.answer, self.prefill = answer, prefill
-        self.parts: list[str] = []
-        self.calls = ToolCallAssembler()
-        self.blocks: dict[Any, str | int] = {}  # content block index -> "text", "answer", call #
-        self.tools = 0  # tool_use blocks (not the answer's) so far
-        self.input_tokens = self.output_tokens = 0
-        self.saw_usage = False
+        super().__init__(answer)
+        self.prefill = prefill
+        self.counts: dict[str, Any] = {}  # the usage counts reported so far
+        self.counted: Usage | None = None
         self.model: str | None = None
-        self.stop: str | None = None
 
     def usage(self) -> Usage | None:
         """The usage the stream reported so far (None before ``message_start`` gave one)."""
-        return Usage(self.input_tokens, self.output_tokens) if self.saw_usage else None
+        return self.counted
 
     def read(self, kind: Any, data: Any) -> str | ToolCallDelta | None:
         """The text or tool-call delta one event carries, if any (bookkeeping the rest)."""
         if kind == "message_start":
             message = dig(data, "message", what="stream event")
             self.model = message.get("model")
-            usage = message.get("usage") or {}
-            self.input_tokens = tokens(usage.get("input_tokens"))
-            self.output_tokens = tokens(usage.get("output_tokens"))
-            self.saw_usage = "input_tokens" in usage
+            usage = message.get("usage")
+            if isinstance(usage, Mapping) and "input_tokens" in usage:
+                self._count(usage)
         elif kind == "content_block_start":
             return self._start(data.get("index"), dig(data, "content_block", what="stream event"))
         elif kind == "content_block_delta":
             return self._delta(data.get("index"), dig(data, "delta", what="stream event"))
         elif kind == "message_delta":
             self.stop = dig(data, "delta", what="stream event").get("stop_reason") or self.stop
-            usage = data.get("usage") or {}
-            self.output_tokens = tokens(usage.get("output_tokens") or self.output_tokens)
+            if self.counted is not None and isinstance(data.get("usage"), Mapping):
+                self._count(data["usage"])
         return None
+
+    def _count(self, usage: Mapping[str, Any]) -> None:
+        """Take ``message_start``'s counts, then each ``message_delta``'s over them (they
+        are cumulative: output, and on recent models input and cache too; a count it
+        leaves out, or gives as 0, keeps the one before)."""
+        self.counts.update((k, usage[k]) for k in _COUNTS if usage.get(k))
+        self.counted = usage_of(self.counts, ANTHROPIC_USAGE)
 
     def _start(self, index: Any, block: Any) -> ToolCallDelta | None:
         if block.get("type") != "tool_use":
             self.blocks[index] = "text"
             return None
-        if self.answer is not None and block.get("name") == self.answer:
-            self.blocks[index] = "answer"
-            return None
-        number, self.tools = self.tools, self.tools + 1
-        self.blocks[index] = number
-        return self.calls.add(ToolCallDelta(number, block.get("id"), block.get("name")))
+        return self.start_tool(index, block.get("id"), block.get("name"))
 
     def _delta(self, index: Any, delta: Any) -> str | ToolCallDelta | None:
         block = self.blocks.get(index, "answer" if self.answer is not None else "text")

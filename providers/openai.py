@@ -36,7 +36,6 @@ from providers.http.base import (
     dig,
     join_url,
     schema_name,
-    tokens,
 )
 from providers.http.errors import map_openai_error, short
 from providers.http.spec import VendorSpec
@@ -47,15 +46,14 @@ from providers.http.tools import (
     decode_arguments,
     tool_call,
 )
+from providers.http.usage import OPENAI as OPENAI_USAGE
+from providers.http.usage import usage_of
 
 __all__ = ["OpenAIChat", "OpenAISpec"]
 
 
 def _usage(data: Any) -> Usage | None:
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    return Usage(tokens(usage.get("prompt_tokens")), tokens(usage.get("completion_tokens")))
+    return usage_of(data.get("usage") if isinstance(data, Mapping) else None, OPENAI_USAGE)
 
 
 class OpenAIChat(VendorProvider):

@@ -113,7 +113,9 @@ def _docstring_tree() -> str:
 def test_the_error_page_draws_the_tree_the_module_does() -> None:
     blocks = [b for b in load() if b.heading == "The taxonomy" and b.lang == "text"]
     assert len(blocks) == 1, "docs/errors-and-retries.md: one text block under 'The taxonomy'"
-    assert blocks[0].text.strip() == _docstring_tree(), "copy orchestrator/errors.py's tree"
+    assert blocks[0].text.strip() == _docstring_tree(), (
+        "copy orchestrator/errors/__init__.py's tree"
+    )
 
 
 @pytest.mark.parametrize("spec", [ClaudeCodeSpec, CodexSpec, GeminiCLISpec, CommandSpec])

@@ -80,8 +80,15 @@ def fingerprint(node: Any, request: Request, schema: type[Any] | None = None) ->
     return h.hexdigest()[:32]
 
 
+def _counts(usage: Usage) -> list[int]:
+    """``[input, output]``, with the prompt cache's reads and writes when it had any (a
+    journal written before they were counted holds two numbers: read the same)."""
+    cached = [usage.cache_read_tokens, usage.cache_write_tokens]
+    return [usage.input_tokens, usage.output_tokens, *(cached if any(cached) else [])]
+
+
 def _attempt(a: Attempt) -> dict[str, Any]:
-    usage = None if a.usage is None else [a.usage.input_tokens, a.usage.output_tokens]
+    usage = None if a.usage is None else _counts(a.usage)
     # The error object stays out: its message is the provider's, and only its kind matters.
     reason = None if a.ok else (a.reason or "error")
     note = a.note if a.ok or a.error is None else (a.note or a.kind_label())
@@ -128,7 +135,7 @@ def decode_result(data: dict[str, Any], schema: type[Any] | None = None) -> Resu
             started_at=float(a["at"]),
             duration=float(a["took"]),
             reason=a["reason"],
-            usage=None if a["usage"] is None else Usage(int(a["usage"][0]), int(a["usage"][1])),
+            usage=None if a["usage"] is None else Usage(*(int(n) for n in a["usage"][:4])),
             cost_usd=a["cost"],
             note=a["note"],
         )

@@ -10,13 +10,14 @@ system prompt, the tools, the history) when asked for.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orchestrator.types import Request, ToolCall, ToolCallDelta, Usage
-from providers.http.shape import Missing, dig, schema_name, tokens
-from providers.http.tools import MAX_TOOL_CALLS, ToolCallAssembler, tool_call
+from providers.http.shape import Missing, dig, schema_name
+from providers.http.tools import ToolUses, ToolUseStream
+from providers.http.usage import BEDROCK
+from providers.http.usage import usage_of as reported_usage
 
 __all__ = [
     "CACHE_POINTS",
@@ -123,13 +124,9 @@ def converse_body(
 
 
 def usage_of(data: Any) -> Usage | None:
-    """The ``usage`` a reply or ``metadata`` event reports (None without one); cache
-    reads and writes count as input, as they are billed."""
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    cached = tokens(usage.get("cacheReadInputTokens")) + tokens(usage.get("cacheWriteInputTokens"))
-    return Usage(tokens(usage.get("inputTokens")) + cached, tokens(usage.get("outputTokens")))
+    """The ``usage`` a reply or ``metadata`` event reports (None without one); its
+    ``inputTokens`` leave out the cache reads and writes, which ``Usage`` counts in."""
+    return reported_usage(data.get("usage") if isinstance(data, Mapping) else None, BEDROCK)
 
 
 def read_reply(data: Any, answer: str | None) -> tuple[str, tuple[ToolCall, ...]]:
@@ -138,35 +135,21 @@ def read_reply(data: Any, answer: str | None) -> tuple[str, tuple[ToolCall, ...]
     if not isinstance(content, list):
         raise Missing("reply has no output.message.content list")
     texts: list[str] = []
-    calls: list[ToolCall] = []
-    given: Any = None
+    uses = ToolUses(answer)
     for block in content:
         use = block.get("toolUse") if isinstance(block, Mapping) else None
         if isinstance(block, Mapping) and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif isinstance(use, Mapping) and answer is not None and use.get("name") == answer:
-            given = use.get("input") if given is None else given
         elif isinstance(use, Mapping):
-            calls.append(tool_call(use.get("toolUseId"), use.get("name"), use.get("input")))
-    if len(calls) > MAX_TOOL_CALLS:
-        raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
-    if given is not None:
-        return json.dumps(given), tuple(calls)
-    if answer is not None and not calls:
-        raise Missing("reply has no toolUse block with an input (structured output)")
-    return "".join(texts), tuple(calls)
+            uses.add(use.get("toolUseId"), use.get("name"), use.get("input"))
+    return uses.reply("".join(texts), "toolUse")
 
 
-class ConverseStream:
+class ConverseStream(ToolUseStream):
     """What a ConverseStream has said so far; :meth:`read` takes one event."""
 
     def __init__(self, answer: str | None) -> None:
-        self.answer = answer
-        self.parts: list[str] = []
-        self.calls = ToolCallAssembler()
-        self.blocks: dict[Any, str | int] = {}  # contentBlockIndex -> "answer" or call #
-        self.tools = 0
-        self.stop: str | None = None
+        super().__init__(answer)
         self.usage: Usage | None = None
         self.ended = False  # messageStop seen
 
@@ -188,12 +171,7 @@ class ConverseStream:
     def _start(self, index: Any, use: Any) -> ToolCallDelta | None:
         if not isinstance(use, Mapping):
             return None
-        if self.answer is not None and use.get("name") == self.answer:
-            self.blocks[index] = "answer"
-            return None
-        number, self.tools = self.tools, self.tools + 1
-        self.blocks[index] = number
-        return self.calls.add(ToolCallDelta(number, use.get("toolUseId"), use.get("name")))
+        return self.start_tool(index, use.get("toolUseId"), use.get("name"))
 
     def _delta(self, index: Any, delta: Mapping[str, Any]) -> str | ToolCallDelta | None:
         block = self.blocks.get(index)

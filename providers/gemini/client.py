@@ -26,11 +26,12 @@ from providers.http.base import (
     VendorSettings,
     dig,
     join_url,
-    tokens,
 )
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
 from providers.http.tools import arguments_json
+from providers.http.usage import GEMINI as GEMINI_USAGE
+from providers.http.usage import usage_of
 
 __all__ = ["GeminiGenerate", "GeminiSpec"]
 
@@ -48,11 +49,7 @@ _BLOCKED = frozenset(
 
 
 def _usage(data: Mapping[str, Any]) -> Usage | None:
-    meta = data.get("usageMetadata")
-    if not isinstance(meta, Mapping):
-        return None
-    output = tokens(meta.get("candidatesTokenCount")) + tokens(meta.get("thoughtsTokenCount"))
-    return Usage(tokens(meta.get("promptTokenCount")), output)
+    return usage_of(data.get("usageMetadata"), GEMINI_USAGE)
 
 
 def _text(parts: Any) -> str:

@@ -20,10 +20,11 @@ Matching is strict, so an unknown model gets no cost rather than a wrong one:
   ``claude-sonnet-4-5-20250929`` is ``claude-sonnet-4-5``, but
   ``gpt-4o-custom`` is not ``gpt-4o``.
 
-Costs count our :class:`~orchestrator.types.Usage`'s two kinds of tokens:
-input at the uncached input rate (cached or cache-written tokens are not told
-apart) and output (reasoning included, as vendors bill it), with long-context
-tiers chosen by the input tokens as the catalogue defines them.
+Costs count our :class:`~orchestrator.types.Usage`'s kinds of tokens: input at
+the uncached input rate, the input read from or written to the prompt cache at the
+model's cache-read and cache-write rates (at the input rate where the catalogue has
+none), and output (reasoning included, as vendors bill it), with long-context tiers
+chosen by the input tokens as the catalogue defines them.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ Tiers = tuple[tuple[int, float], ...]
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """USD per million input and output tokens; ``*_tiers`` are ``(above_input_tokens,
+    """USD per million input and output tokens, and input tokens read from and written to
+    the prompt cache (None: billed as input); ``*_tiers`` are ``(above_input_tokens,
     rate)`` pairs, ascending: a call whose input tokens exceed a tier's threshold pays
     that tier's rate for all its tokens of that kind."""
 
@@ -86,16 +88,31 @@ class Rates:
     output: float
     input_tiers: Tiers = ()
     output_tiers: Tiers = ()
+    cache_read: float | None = None
+    cache_read_tiers: Tiers = ()
+    cache_write: float | None = None
+    cache_write_tiers: Tiers = ()
 
     def cost(self, usage: Usage) -> float:
         """USD for ``usage`` at these rates."""
         tokens_in = usage.input_tokens
         rate_in = _tiered(self.input, self.input_tiers, tokens_in)
+        rate_read = _tiered(self.cache_read, self.cache_read_tiers, tokens_in, rate_in)
+        rate_write = _tiered(self.cache_write, self.cache_write_tiers, tokens_in, rate_in)
         rate_out = _tiered(self.output, self.output_tiers, tokens_in)
-        return (tokens_in * rate_in + usage.output_tokens * rate_out) / 1_000_000
+        return (
+            usage.uncached_input_tokens * rate_in
+            + usage.cache_read_tokens * rate_read
+            + usage.cache_write_tokens * rate_write
+            + usage.output_tokens * rate_out
+        ) / 1_000_000
 
 
-def _tiered(base: float, tiers: Tiers, input_tokens: int) -> float:
+def _tiered(base: float | None, tiers: Tiers, input_tokens: int, unknown: float = 0.0) -> float:
+    """The rate for a call of ``input_tokens``: the last tier it passes, else ``base``
+    (``unknown`` when there is no base: a cache rate the catalogue lacks)."""
+    if base is None:
+        return unknown
     rate = base
     for start, tier_rate in tiers:
         if input_tokens > start:
@@ -299,7 +316,9 @@ def _rates(info: Any) -> Rates | None:
     output_rate, output_tiers = _rate(getattr(price, "output_mtok", None))
     if input_rate is None or output_rate is None:
         return None
-    return Rates(input_rate, output_rate, input_tiers, output_tiers)
+    read = _rate(getattr(price, "cache_read_mtok", None))
+    write = _rate(getattr(price, "cache_write_mtok", None))
+    return Rates(input_rate, output_rate, input_tiers, output_tiers, *read, *write)
 
 
 def _rate(value: Any) -> tuple[float | None, Tiers]:

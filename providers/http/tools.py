@@ -23,6 +23,8 @@ from providers.http.safe_json import parse_json
 __all__ = [
     "MAX_TOOL_CALLS",
     "ToolCallAssembler",
+    "ToolUseStream",
+    "ToolUses",
     "arguments_json",
     "decode_arguments",
     "made_up_id",
@@ -114,3 +116,58 @@ class ToolCallAssembler:
                 raise Missing(f"stream has tool call #{index} without a name")
             out.append(tool_call(call_id, name, decode_arguments(name, "".join(parts))))
         return tuple(out)
+
+
+class ToolUses:
+    """A whole reply's tool-use blocks (Anthropic's ``tool_use``, Bedrock's ``toolUse``):
+    the input of the tool named ``answer`` (the first one given) is the structured
+    output; every other block is a tool call."""
+
+    __slots__ = ("answer", "calls", "given")
+
+    def __init__(self, answer: str | None) -> None:
+        self.answer = answer
+        self.calls: list[ToolCall] = []
+        self.given: Any = None
+
+    def add(self, call_id: Any, name: Any, arguments: Any) -> None:
+        """One block: the structured answer's input, or a call (``Missing`` when malformed)."""
+        if self.answer is not None and name == self.answer:
+            self.given = arguments if self.given is None else self.given
+        else:
+            self.calls.append(tool_call(call_id, name, arguments))
+
+    def reply(self, text: str, block: str) -> tuple[str, tuple[ToolCall, ...]]:
+        """The reply's text (the structured answer's JSON when one was given) and calls;
+        ``Missing`` past :data:`MAX_TOOL_CALLS`, or when the structured answer was asked
+        for and neither it nor a call came (``block`` names the wire's block type)."""
+        if len(self.calls) > MAX_TOOL_CALLS:
+            raise Missing(f"reply has more than {MAX_TOOL_CALLS} tool calls")
+        if self.given is not None:
+            return json.dumps(self.given), tuple(self.calls)
+        if self.answer is not None and not self.calls:
+            raise Missing(f"reply has no {block} block with an input (structured output)")
+        return text, tuple(self.calls)
+
+
+class ToolUseStream:
+    """What a stream of content blocks (Anthropic's, Bedrock's) has said so far: the text
+    ``parts``, the calls, and each block's index -> ``"text"``, ``"answer"`` (the
+    structured output's tool, whose input streams as the text) or its call's number."""
+
+    def __init__(self, answer: str | None) -> None:
+        self.answer = answer
+        self.parts: list[str] = []
+        self.calls = ToolCallAssembler()
+        self.blocks: dict[Any, str | int] = {}
+        self.tools = 0  # tool-use blocks (not the answer's) so far
+        self.stop: str | None = None
+
+    def start_tool(self, index: Any, call_id: Any, name: Any) -> ToolCallDelta | None:
+        """A tool-use block starts at ``index``: the answer's, or the next call (its delta)."""
+        if self.answer is not None and name == self.answer:
+            self.blocks[index] = "answer"
+            return None
+        number, self.tools = self.tools, self.tools + 1
+        self.blocks[index] = number
+        return self.calls.add(ToolCallDelta(number, call_id, name))

@@ -11,7 +11,7 @@ terminator, optionally held open); a model refusing a prefill is the core
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from orchestrator.units import seconds
@@ -37,7 +37,7 @@ class BenchmarkFault:
 
     @staticmethod
     def unterminated(
-        hold: float = 0.0, *, text: str | None = None, usage: tuple[int, int] | None = None
+        hold: float = 0.0, *, text: str | None = None, usage: Sequence[int] | None = None
     ) -> Fault:
         """Streamed: every event of a complete reply (text, finish reason, usage) but the
         terminator (OpenAI ``[DONE]``, Anthropic ``message_stop``...), then the connection

@@ -9,12 +9,12 @@ JSON-friendly spec with :meth:`Fault.from_spec` (the script-file format).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.units import seconds
-from providers.simulator.wires.base import ScriptedCall
+from providers.simulator.wires.base import ScriptedCall, Tokens
 
 __all__ = ["ERROR_KINDS", "Fault"]
 
@@ -48,7 +48,7 @@ class Fault:
     kind: str
     text: str | None = None
     chunks: int = 3
-    usage: tuple[int, int] | None = None
+    usage: Tokens | None = None
     interval: float = 0.0
     status_code: int | None = None
     body: str | Mapping[str, Any] | None = None
@@ -78,7 +78,7 @@ class Fault:
         text: str | None = None,
         *,
         chunks: int = 3,
-        usage: tuple[int, int] | None = None,
+        usage: Sequence[int] | None = None,
         interval: float = 0.0,
         tool_calls: Iterable[ScriptedCall | Mapping[str, Any]] = (),
     ) -> Fault:
@@ -86,7 +86,9 @@ class Fault:
         (``"sim-<route>: <first 40 chars of prompt>"``, or a sample of the JSON
         schema when JSON output was asked); ``chunks`` is the number of text
         deltas when streaming; ``usage=(input, output)`` overrides the token
-        estimate; ``interval`` is the pause in seconds between stream events.
+        estimate (``(input, output, cache_read, cache_write)``: how many of the input
+        tokens the prompt cache read and wrote, each wire in its vendor's fields);
+        ``interval`` is the pause in seconds between stream events.
         ``tool_calls=[{"name": ..., "arguments": {...}}]`` makes the model call
         tools (text then defaults to ""; see :class:`ScriptedCall`)."""
         if chunks < 1:
@@ -357,11 +359,16 @@ def _check_seconds(where: str, name: str, value: float) -> None:
     seconds(value, f"{where}: {name}", allow_zero=True)  # kept as given: 2 is sent as "2"
 
 
-def _usage(usage: tuple[int, int] | None) -> tuple[int, int] | None:
+def _usage(usage: Sequence[int] | None) -> Tokens | None:
     if usage is None:
         return None
-    if len(usage) != 2 or any(not isinstance(n, int) or n < 0 for n in usage):
+    if (
+        len(usage) not in (2, 4)
+        or any(not isinstance(n, int) or n < 0 for n in usage)
+        or sum(usage[2:]) > usage[0]
+    ):
         raise ValueError(
-            f"Fault.ok: usage={usage!r} must be (input_tokens, output_tokens), two ints >= 0"
+            f"Fault.ok: usage={usage!r} must be (input_tokens, output_tokens) or (input_tokens, "
+            "output_tokens, cache_read, cache_write), ints >= 0, the cache's part of the input"
         )
-    return (usage[0], usage[1])
+    return Tokens(*usage)

@@ -13,12 +13,10 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext, given
-from orchestrator.secrets import Secret
 from orchestrator.types import Request
 from providers.anthropic import AnthropicMessages, AnthropicSpec
-from providers.http.base import VendorSettings, join_url
 from providers.http.prefill import prefill_default
-from providers.vertex.platform import VertexPlatform, VertexSpec, token_or_key
+from providers.vertex.platform import VertexPlatform, VertexSettings, VertexSpec
 
 __all__ = ["VERTEX_ANTHROPIC_VERSION", "VertexAnthropic", "VertexAnthropicSpec"]
 
@@ -47,33 +45,21 @@ class VertexAnthropic(VertexPlatform, AnthropicMessages):
     location_vars = ("GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION")
     base_url_vars: ClassVar[tuple[str, ...]] = ("ANTHROPIC_VERTEX_BASE_URL", "VERTEX_BASE_URL")
 
+    endpoints = (":rawPredict", ":streamRawPredict")
+
     def __init__(
         self,
         model: str,
         *,
-        project: str | None = None,
-        location: str | None = None,
-        credentials: Any = None,
-        access_token: str | Secret | None = None,
-        base_url: str | None = None,
         max_tokens: int = 1024,
         anthropic_version: str = VERTEX_ANTHROPIC_VERSION,
-        **settings: Unpack[VendorSettings],
+        **settings: Unpack[VertexSettings],
     ) -> None:
-        access_token = token_or_key(access_token, settings)
-        where = self.where(model, project, location, base_url, settings)
         if settings.get("accepts_prefill") is None and isinstance(model, str):
             settings["accepts_prefill"] = prefill_default("anthropic", model)  # Claude's rule
         super().__init__(
-            model,
-            base_url=where.base_url,
-            max_tokens=max_tokens,
-            anthropic_version=anthropic_version,
-            **settings,
+            model, max_tokens=max_tokens, anthropic_version=anthropic_version, **settings
         )
-        self.sign_with(where, access_token, credentials)
-        self._url = join_url(self.base_url, f"{where.path}:rawPredict")
-        self._stream_url = join_url(self.base_url, f"{where.path}:streamRawPredict")
 
     def payload(self, request: Request, *, stream: bool) -> tuple[dict[str, Any], Any, str | None]:
         """The Messages body as Vertex takes it: the model is in the URL, the version here."""

@@ -9,13 +9,11 @@ and ``:streamGenerateContent?alt=sse``) and Google's OAuth token instead of an A
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, Unpack
+from typing import ClassVar, Literal, Unpack
 
 from orchestrator.config.spec import BuildContext
-from orchestrator.secrets import Secret
 from providers.gemini.client import GeminiGenerate, GeminiSpec
-from providers.http.base import VendorSettings, join_url
-from providers.vertex.platform import VertexPlatform, VertexSpec, token_or_key
+from providers.vertex.platform import VertexPlatform, VertexSettings, VertexSpec
 
 __all__ = ["VertexGemini", "VertexGeminiSpec"]
 
@@ -35,25 +33,12 @@ class VertexGemini(VertexPlatform, GeminiGenerate):
     publisher = "google"
     base_url_vars: ClassVar[tuple[str, ...]] = ("VERTEX_BASE_URL",)
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        project: str | None = None,
-        location: str | None = None,
-        credentials: Any = None,
-        access_token: str | Secret | None = None,
-        base_url: str | None = None,
-        **settings: Unpack[VendorSettings],
-    ) -> None:
-        access_token = token_or_key(access_token, settings)
-        if isinstance(model, str):
-            model = model.removeprefix("models/")
-        where = self.where(model, project, location, base_url, settings)
-        super().__init__(model, base_url=where.base_url, **settings)
-        self.sign_with(where, access_token, credentials)
-        self._url = join_url(self.base_url, f"{where.path}:generateContent")
-        self._stream_url = join_url(self.base_url, f"{where.path}:streamGenerateContent?alt=sse")
+    endpoints = (":generateContent", ":streamGenerateContent?alt=sse")
+
+    def __init__(self, model: str, **settings: Unpack[VertexSettings]) -> None:
+        super().__init__(
+            model.removeprefix("models/") if isinstance(model, str) else model, **settings
+        )
 
 
 # -- the chain file's ``type: vertex_gemini`` ------------------------------------------

@@ -10,16 +10,27 @@ from typing import Any, ClassVar
 from orchestrator.config.spec import Name, ProviderSpec, given
 from orchestrator.errors import ProviderError
 from orchestrator.secrets import Secret
-from providers.http.base import VendorProvider, VendorSettings
+from providers.http.base import VendorProvider, VendorSettings, join_url
 from providers.http.endpoint import base_url_from_env
 from providers.http.errors import map_vertex_error
 from providers.http.sse import SSEEvent
 from providers.vertex.auth import TOKEN_ENV, GoogleToken, model_path, vertex_base_url
 
-__all__ = ["VertexPlatform", "VertexSpec", "Where", "token_or_key"]
+__all__ = ["VertexPlatform", "VertexSettings", "VertexSpec", "Where", "token_or_key"]
 
 
-def token_or_key(access_token: str | Secret | None, settings: VendorSettings) -> Any:
+class VertexSettings(VendorSettings, total=False):
+    """The keyword arguments both Vertex providers take besides ``model`` and their
+    vendor's own (see :class:`VertexPlatform`)."""
+
+    project: str | None
+    location: str | None
+    credentials: Any
+    access_token: str | Secret | None
+    base_url: str | None
+
+
+def token_or_key(access_token: str | Secret | None, settings: dict[str, Any]) -> Any:
     """``access_token``, or ``api_key`` (a chain file's ``api_key: ${VAR}``) standing for it."""
     key = settings.pop("api_key", None)
     if key is not None and access_token is not None:
@@ -40,8 +51,10 @@ class Where:
 class VertexPlatform(VendorProvider):
     """Base of ``VertexAnthropic`` and ``VertexGemini``: put it before the vendor class.
 
-    Subclasses call :meth:`where` before the vendor's ``__init__`` and
-    :meth:`sign_with` after it, then set their URLs from ``Where.path``.
+    Its ``__init__`` takes the keywords both share (``project``, ``location``,
+    ``credentials``, ``access_token``, ``base_url``) and passes the rest on to the
+    vendor's (cooperatively: the subclass's own keywords come first), then signs with
+    Google's token and sets the URLs from ``Where.path`` and :attr:`endpoints`.
     """
 
     family = "vertex"  # the catalogue's "google" entry, which lists Anthropic's models too
@@ -51,10 +64,32 @@ class VertexPlatform(VendorProvider):
     project_vars: ClassVar[tuple[str, ...]] = ("GOOGLE_CLOUD_PROJECT",)
     location_vars: ClassVar[tuple[str, ...]] = ("GOOGLE_CLOUD_LOCATION",)
 
+    #: What follows the model's path in the URL: for a call, for a stream.
+    endpoints: ClassVar[tuple[str, str]] = ("", "")
+
     project: str
     location: str
     region: str
     _google: GoogleToken
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        project: str | None = None,
+        location: str | None = None,
+        credentials: Any = None,
+        access_token: str | Secret | None = None,
+        base_url: str | None = None,
+        **settings: Any,
+    ) -> None:
+        access_token = token_or_key(access_token, settings)
+        where = self.where(model, project, location, base_url, settings)
+        super().__init__(model, base_url=where.base_url, **settings)
+        self.sign_with(where, access_token, credentials)
+        call, stream = self.endpoints
+        self._url = join_url(self.base_url, f"{where.path}{call}")
+        self._stream_url = join_url(self.base_url, f"{where.path}{stream}")
 
     @classmethod
     def where(
@@ -63,7 +98,7 @@ class VertexPlatform(VendorProvider):
         project: str | None,
         location: str | None,
         base_url: str | None,
-        settings: VendorSettings,
+        settings: dict[str, Any],
     ) -> Where:
         """Check where the model is, choose its API root (``base_url``, else the first
         of ``base_url_vars`` set, else Google's host for the location) and name the

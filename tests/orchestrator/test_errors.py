@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import pickle
+import pickletools
 
 import pytest
 
@@ -190,3 +191,48 @@ def test_invalid_output_pickles_with_the_usage_it_was_billed() -> None:
         assert type(back) is cls and str(back) == str(error) == "[p] bad reply"
         assert (back.usage, back.cost_usd) == (Usage(3, 4), 0.5)
     assert E.InvalidOutput("x").usage is None and E.InvalidOutput("x").cost_usd is None
+
+
+#: ``RateLimited("slow", provider="p", retry_after=2.0)`` pickled (protocol 4) when the whole
+#: taxonomy was one module, orchestrator/errors.py: its names are still where it looks.
+_PICKLED_BY_ONE_MODULE = (
+    b"\x80\x04\x95\x9c\x00\x00\x00\x00\x00\x00\x00\x8c\x13orchestrator.errors\x94\x8c\x08_rebuild"
+    b"\x94\x93\x94h\x00\x8c\x0bRateLimited\x94\x93\x94\x8c\x04slow\x94}\x94(\x8c\x08provider\x94"
+    b"\x8c\x01p\x94\x8c\x06status\x94M\xad\x01\x8c\x0bretry_after\x94G@\x00\x00\x00\x00\x00\x00"
+    b"\x00u\x87\x94R\x94}\x94(\x8c\x07message\x94h\x05h\x07h\x08h\tM\xad\x01h\nG@\x00\x00\x00"
+    b"\x00\x00\x00\x00ub."
+)
+
+
+def _pickled_modules(error: BaseException) -> set[str]:
+    """The modules a pickle of ``error`` names (protocol 2 writes each as a GLOBAL)."""
+    data = pickle.dumps(error, protocol=2)
+    return {
+        str(arg).split(" ")[0] for op, arg, _ in pickletools.genops(data) if op.name == "GLOBAL"
+    }
+
+
+def test_every_error_is_named_and_pickled_as_orchestrator_errors() -> None:
+    """The kinds live in modules of the orchestrator.errors package, but users see (and
+    pickles name) orchestrator.errors.X: a process before or after a module moves reads them."""
+    from orchestrator.types import Attempt, Usage
+
+    for name in E.__all__:
+        assert getattr(E, name).__module__ == "orchestrator.errors", name
+    attempt = Attempt("a", E.ServerError("down", provider="a"), 1, 0.0, 0.1, usage=Usage(1, 2))
+    errors = [
+        E.RateLimited("slow", provider="p", retry_after=2.0),
+        E.AtCapacity("full", provider="p", retry_after=1.0),
+        E.InvalidOutput("bad", provider="p", usage=Usage(3, 4), cost_usd=0.5),
+        E.BudgetExceeded("spent"),
+        E.HookError("accept", ValueError("x")),
+        E.FallbackError([attempt], name="chain"),
+    ]
+    for error in errors:
+        modules = _pickled_modules(error)
+        assert "orchestrator.errors" in modules
+        assert not [m for m in modules if m.startswith("orchestrator.errors.")], modules
+        assert str(pickle.loads(pickle.dumps(error))) == str(error)
+    old = pickle.loads(_PICKLED_BY_ONE_MODULE)
+    assert type(old) is E.RateLimited and (old.provider, old.retry_after) == ("p", 2.0)
+    assert str(old) == "[p] HTTP 429: slow"

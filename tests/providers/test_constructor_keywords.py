@@ -22,6 +22,8 @@ from providers import (
     GeminiGenerate,
     HTTPFallback,
     OpenAIChat,
+    VertexAnthropic,
+    VertexGemini,
 )
 
 
@@ -36,6 +38,8 @@ BUILD: dict[str, Any] = {
     "GeminiGenerate": lambda **kw: GeminiGenerate("m", **kw),
     "AzureOpenAI": lambda **kw: AzureOpenAI(deployment="d", resource="r", **kw),
     "BedrockConverse": lambda **kw: BedrockConverse("m", region="us-east-1", **kw),
+    "VertexAnthropic": lambda **kw: VertexAnthropic("m", project="p", location="us-east5", **kw),
+    "VertexGemini": lambda **kw: VertexGemini("m", project="p", location="us-east5", **kw),
     "HTTPFallback": lambda **kw: HTTPFallback("http://127.0.0.1:9/x", **kw),
     "CLIAgent": lambda **kw: CLIAgent(["mytool"], **kw),
     "ClaudeCode": lambda **kw: ClaudeCode(**kw),

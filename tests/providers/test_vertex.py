@@ -119,6 +119,31 @@ def test_bad_coordinates_are_refused_at_construction(kw: dict[str, Any], says: s
         VertexAnthropic("claude-sonnet-4-6", **kw)
 
 
+def test_the_keywords_both_vertex_types_take_are_written_once() -> None:
+    """project, location, credentials, access_token and base_url are VertexPlatform's
+    __init__'s (cooperative: each type's own keywords first, its vendor's last), and the
+    unknown-keyword check still reads them through the chain."""
+    import inspect
+
+    from orchestrator.keywords import accepted_keywords
+    from providers.vertex.platform import VertexPlatform
+
+    shared = {"project", "location", "credentials", "access_token", "base_url"}
+    assert shared <= set(inspect.signature(VertexPlatform.__dict__["__init__"]).parameters)
+    for cls in (VertexAnthropic, VertexGemini):
+        assert not shared & set(inspect.signature(cls.__init__).parameters), cls.__name__
+        assert shared | {"timeout", "api_key", "name"} <= accepted_keywords(cls)
+    assert {"max_tokens", "anthropic_version"} <= accepted_keywords(VertexAnthropic)
+    assert not {"max_tokens", "anthropic_version"} & accepted_keywords(VertexGemini)
+    with pytest.raises(TypeError, match=r"'projetc' \(did you mean 'project'\?\); it takes: "):
+        VertexGemini("gemini-2.5-flash", projetc="p1")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"'anthropic_versoin' \(did you mean 'anthropic_version'"):
+        VertexAnthropic("claude-sonnet-4-6", anthropic_versoin="x")  # type: ignore[call-arg]
+    built = VertexGemini("models/gemini-2.5-flash", project="p1", location="us-central1")
+    assert built.model == "gemini-2.5-flash" and built.name == "vertex:gemini-2.5-flash@us-central1"
+    assert built._url.endswith("/publishers/google/models/gemini-2.5-flash:generateContent")
+
+
 def test_prices_from_the_catalogue_on_google_hosts_only(sim: SimulatedServer) -> None:
     on_google = VertexAnthropic("claude-sonnet-4-5@20250929", project="p1", location="us-east5")
     assert on_google.price == (3.0, 15.0) and on_google.context_window == 200_000

@@ -18,6 +18,7 @@ from typing import Any
 from providers.simulator.wires.base import (
     Call,
     ScriptedCall,
+    Tokens,
     Wire,
     dumps,
     last_text_block,
@@ -103,7 +104,7 @@ class AnthropicWire(Wire):
         call: Call,
         content: list[dict[str, Any]] | None,
         stop: str | None,
-        usage: tuple[int, int],
+        usage: Tokens,
     ) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": f"msg_sim{call.seq}",
@@ -116,10 +117,10 @@ class AnthropicWire(Wire):
         out["stop_reason"] = stop
         out["stop_sequence"] = None
         out["usage"] = {
-            "input_tokens": usage[0],
-            "output_tokens": usage[1],
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "input_tokens": usage.uncached,
+            "output_tokens": usage.output,
+            "cache_creation_input_tokens": usage.cache_write,
+            "cache_read_input_tokens": usage.cache_read,
         }
         return out
 
@@ -143,7 +144,7 @@ class AnthropicWire(Wire):
             "input": {} if streamed else c.value(),
         }
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         if call.tool_calls:
             content = [{"type": "text", "text": text}] if text else []
             content += [self._tool_use(call, i, c, False) for i, c in enumerate(call.tool_calls)]
@@ -158,8 +159,8 @@ class AnthropicWire(Wire):
             return self._message(call, [block], "tool_use", usage)
         return self._message(call, [{"type": "text", "text": text}], "end_turn", usage)
 
-    def _start(self, call: Call, usage: tuple[int, int]) -> list[bytes]:
-        message = self._message(call, [], None, (usage[0], 1))
+    def _start(self, call: Call, usage: Tokens) -> list[bytes]:
+        message = self._message(call, [], None, usage._replace(output=1))
         return [_event("message_start", {"type": "message_start", "message": message})]
 
     def _end(self, stop: str, output_tokens: int) -> list[bytes]:
@@ -204,7 +205,7 @@ class AnthropicWire(Wire):
         return events
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         events = self._start(call, usage)
         if call.tool_calls:
@@ -262,16 +263,16 @@ class AnthropicWire(Wire):
         }
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
-        return self._message(call, [], "refusal", (1, 0))
+        return self._message(call, [], "refusal", Tokens(1, 0))
 
     def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
-        return self._start(call, (1, 0)) + self._end("refusal", 0)
+        return self._start(call, Tokens(1, 0)) + self._end("refusal", 0)
 
     def missing(self, call: Call) -> dict[str, Any]:
-        return self._message(call, None, "end_turn", (1, 1))
+        return self._message(call, None, "end_turn", Tokens(1, 1))
 
     def missing_stream(self, call: Call) -> list[bytes]:
-        events = self._start(call, (1, 1))
+        events = self._start(call, Tokens(1, 1))
         block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
         events.append(_event("content_block_start", block))
         events.append(_event("content_block_delta", {"type": "content_block_delta", "index": 0}))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, dumps
+from providers.simulator.wires.base import Call, Tokens, dumps
 from providers.simulator.wires.openai import OpenAIWire
 
 __all__ = ["AzureWire"]
@@ -103,7 +103,7 @@ class AzureWire(OpenAIWire):
         return call
 
     def _completion(
-        self, call: Call, message: dict[str, Any] | None, finish: str, usage: tuple[int, int]
+        self, call: Call, message: dict[str, Any] | None, finish: str, usage: Tokens
     ) -> dict[str, Any]:
         out = super()._completion(call, message, finish, usage)
         out["prompt_filter_results"] = [{"prompt_index": 0, "content_filter_results": _SAFE}]
@@ -112,7 +112,7 @@ class AzureWire(OpenAIWire):
         return out
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         # Azure opens every stream with the prompt's filter results and no choices.
         head = {

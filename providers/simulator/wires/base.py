@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "Call",
@@ -23,6 +23,7 @@ __all__ = [
     "message_text",
     "reply_text",
     "split_text",
+    "Tokens",
     "token_usage",
 ]
 
@@ -143,12 +144,12 @@ class Wire:
         """Read the model, the prompt and the output mode from a request."""
         raise NotImplementedError
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         """A successful non-streaming reply carrying ``text``."""
         raise NotImplementedError
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         """The encoded stream events for ``pieces``; without the end when not ``terminate``."""
         raise NotImplementedError
@@ -206,11 +207,28 @@ def reply_text(call: Call, text: str | None) -> str:
     return f"sim-{call.route}: {call.prompt[:40]}"
 
 
-def token_usage(call: Call, text: str, usage: tuple[int, int] | None) -> tuple[int, int]:
+class Tokens(NamedTuple):
+    """A reply's usage: every input token (those read from or written to the prompt cache
+    included), the output, and how many of the input the cache read and wrote. Each wire
+    reports them in its vendor's own fields and counting."""
+
+    input: int
+    output: int
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def uncached(self) -> int:
+        """The input tokens the cache neither read nor wrote (Anthropic's and Bedrock's
+        input count)."""
+        return self.input - self.cache_read - self.cache_write
+
+
+def token_usage(call: Call, text: str, usage: Tokens | None) -> Tokens:
     """``usage`` when scripted, else about four characters per token, at least one."""
     if usage is not None:
         return usage
-    return max(1, math.ceil(len(call.prompt) / 4)), max(1, math.ceil(len(text) / 4))
+    return Tokens(max(1, math.ceil(len(call.prompt) / 4)), max(1, math.ceil(len(text) / 4)))
 
 
 def split_text(text: str, n: int) -> list[str]:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, ScriptedCall, Wire, dumps, last_text_block
+from providers.simulator.wires.base import Call, ScriptedCall, Tokens, Wire, dumps, last_text_block
 from providers.simulator.wires.eventstream import EVENT_STREAM, event, exception, frame
 
 __all__ = ["PREFIX", "BedrockWire", "error_headers", "error_type", "model_and_operation"]
@@ -139,9 +139,7 @@ class BedrockWire(Wire):
         return {"toolUse": {"toolUseId": f"tooluse_sim{call.seq}_{i}", "name": c.name,
                             "input": arguments}}  # fmt: skip
 
-    def _reply(
-        self, content: list[Any] | None, stop: str, usage: tuple[int, int]
-    ) -> dict[str, Any]:
+    def _reply(self, content: list[Any] | None, stop: str, usage: Tokens) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if content is not None:
             out["output"] = {"message": {"role": "assistant", "content": content}}
@@ -150,7 +148,7 @@ class BedrockWire(Wire):
         out["metrics"] = {"latencyMs": 1}
         return out
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         content, stop = self._content(call, text)
         return self._reply(content, stop, usage)
 
@@ -179,7 +177,7 @@ class BedrockWire(Wire):
         return events
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         events = [event("messageStart", {"role": "assistant"})]
         stop = "end_turn"
@@ -205,21 +203,21 @@ class BedrockWire(Wire):
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
         text = "Sorry, the model cannot answer this question."
-        return self._reply([{"text": text}], "guardrail_intervened", (1, 0))
+        return self._reply([{"text": text}], "guardrail_intervened", Tokens(1, 0))
 
     def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
         head = event("messageStart", {"role": "assistant"})
-        return [head, _delta(0, {"text": "Sorry."}), *_end("guardrail_intervened", (1, 0))]
+        return [head, _delta(0, {"text": "Sorry."}), *_end("guardrail_intervened", Tokens(1, 0))]
 
     def missing(self, call: Call) -> dict[str, Any]:
-        return self._reply(None, "end_turn", (1, 1))
+        return self._reply(None, "end_turn", Tokens(1, 1))
 
     def missing_stream(self, call: Call) -> list[bytes]:
         head = [event("messageStart", {"role": "assistant"})]
         return [
             *head,
             event("contentBlockDelta", {"contentBlockIndex": 0}),
-            *_end("end_turn", (1, 1)),
+            *_end("end_turn", Tokens(1, 1)),
         ]
 
     def broken_event(self) -> bytes:
@@ -231,14 +229,19 @@ class BedrockWire(Wire):
         return frame(headers, b'{"contentBlockIndex":0,"delta":{')
 
 
-def _usage(usage: tuple[int, int]) -> dict[str, int]:
-    return {"inputTokens": usage[0], "outputTokens": usage[1], "totalTokens": sum(usage)}
+def _usage(usage: Tokens) -> dict[str, int]:
+    out = {"inputTokens": usage.uncached, "outputTokens": usage.output}
+    out["totalTokens"] = usage.input + usage.output
+    if usage.cache_read or usage.cache_write:
+        out["cacheReadInputTokens"] = usage.cache_read
+        out["cacheWriteInputTokens"] = usage.cache_write
+    return out
 
 
 def _delta(index: int, delta: Mapping[str, Any]) -> bytes:
     return event("contentBlockDelta", {"contentBlockIndex": index, "delta": dict(delta)})
 
 
-def _end(stop: str, usage: tuple[int, int]) -> list[bytes]:
+def _end(stop: str, usage: Tokens) -> list[bytes]:
     metadata = {"usage": _usage(usage), "metrics": {"latencyMs": 1}}
     return [event("messageStop", {"stopReason": stop}), event("metadata", metadata)]

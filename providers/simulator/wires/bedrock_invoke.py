@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.simulator.wires.anthropic import AnthropicWire
-from providers.simulator.wires.base import Call, dumps
+from providers.simulator.wires.base import Call, Tokens, dumps
 from providers.simulator.wires.bedrock import BedrockWire, model_and_operation
 from providers.simulator.wires.eventstream import EVENT_STREAM, event, frame
 
@@ -50,7 +50,7 @@ class BedrockInvokeWire(AnthropicWire):
         return call
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         return _chunks(super().stream(call, pieces, usage, terminate=terminate))
 

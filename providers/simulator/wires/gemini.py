@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, Wire, dumps, message_text
+from providers.simulator.wires.base import Call, Tokens, Wire, dumps, message_text
 
 __all__ = ["GeminiWire"]
 
@@ -93,16 +93,18 @@ class GeminiWire(Wire):
         return "text/event-stream" if call.sse else "application/json"
 
     def _response(
-        self, call: Call, candidate: dict[str, Any] | None, usage: tuple[int, int]
+        self, call: Call, candidate: dict[str, Any] | None, usage: Tokens
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if candidate is not None:
             out["candidates"] = [candidate]
         out["usageMetadata"] = {
-            "promptTokenCount": usage[0],
-            "candidatesTokenCount": usage[1],
-            "totalTokenCount": usage[0] + usage[1],
+            "promptTokenCount": usage.input,
+            "candidatesTokenCount": usage.output,
+            "totalTokenCount": usage.input + usage.output,
         }
+        if usage.cache_read:
+            out["usageMetadata"]["cachedContentTokenCount"] = usage.cache_read
         out["modelVersion"] = call.model
         out["responseId"] = f"sim-{call.seq}"
         return out
@@ -130,7 +132,7 @@ class GeminiWire(Wire):
         candidate["content"]["parts"] = parts
         return candidate
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         if call.tool_calls:
             return self._response(call, self._calls_candidate(call, text, "STOP"), usage)
         return self._response(call, self._candidate(text, "STOP"), usage)
@@ -144,7 +146,7 @@ class GeminiWire(Wire):
         return framed
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         objects = []
         last = len(pieces) - 1
@@ -188,17 +190,17 @@ class GeminiWire(Wire):
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
         if prompt_blocked:
-            out = self._response(call, None, (1, 0))
+            out = self._response(call, None, Tokens(1, 0))
             out["promptFeedback"] = {"blockReason": "SAFETY", "safetyRatings": _SAFETY}
             return out
         candidate = {"finishReason": "SAFETY", "index": 0, "safetyRatings": _SAFETY}
-        return self._response(call, candidate, (1, 0))
+        return self._response(call, candidate, Tokens(1, 0))
 
     def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
         return self._frame(call, [self.filtered(call, prompt_blocked)], True)
 
     def missing(self, call: Call) -> dict[str, Any]:
-        return self._response(call, {"finishReason": "STOP", "index": 0}, (1, 1))
+        return self._response(call, {"finishReason": "STOP", "index": 0}, Tokens(1, 1))
 
     def missing_stream(self, call: Call) -> list[bytes]:
         return self._frame(call, [self.missing(call)], True)

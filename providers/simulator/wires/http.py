@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, Wire, message_text
+from providers.simulator.wires.base import Call, Tokens, Wire, message_text
 
 __all__ = ["HTTPWire"]
 
@@ -56,7 +56,7 @@ class HTTPWire(Wire):
     def tool_names(self, body: Mapping[str, Any]) -> list[str]:
         return [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, Mapping)]
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         out: dict[str, Any] = {
             "text": text,
             "model": call.model,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, Wire, dumps, message_text
+from providers.simulator.wires.base import Call, Tokens, Wire, dumps, message_text
 
 __all__ = ["OpenAIWire"]
 
@@ -110,15 +110,18 @@ class OpenAIWire(Wire):
             "system_fingerprint": "fp_sim",
         }
 
-    def _usage(self, usage: tuple[int, int]) -> dict[str, int]:
-        return {
-            "prompt_tokens": usage[0],
-            "completion_tokens": usage[1],
-            "total_tokens": usage[0] + usage[1],
+    def _usage(self, usage: Tokens) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "prompt_tokens": usage.input,
+            "completion_tokens": usage.output,
+            "total_tokens": usage.input + usage.output,
         }
+        if usage.cache_read:  # OpenAI caches by itself: there are no cache writes
+            out["prompt_tokens_details"] = {"cached_tokens": usage.cache_read, "audio_tokens": 0}
+        return out
 
     def _completion(
-        self, call: Call, message: dict[str, Any] | None, finish: str, usage: tuple[int, int]
+        self, call: Call, message: dict[str, Any] | None, finish: str, usage: Tokens
     ) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
         if message is not None:
@@ -138,7 +141,7 @@ class OpenAIWire(Wire):
     def _call_id(self, call: Call, i: int) -> str:
         return f"call_sim{call.seq}_{i}"
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         if not call.tool_calls:
             return self._completion(call, message, "stop", usage)
@@ -183,7 +186,7 @@ class OpenAIWire(Wire):
             out["usage"] = None
         return b"data: " + dumps(out).encode() + b"\n\n"
 
-    def _tail(self, call: Call, finish: str, usage: tuple[int, int]) -> list[bytes]:
+    def _tail(self, call: Call, finish: str, usage: Tokens) -> list[bytes]:
         events = [self._chunk(call, {}, finish)]
         if call.include_usage:
             last = self._head(call, "chat.completion.chunk")
@@ -194,7 +197,7 @@ class OpenAIWire(Wire):
         return events
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         events = [self._chunk(call, {"role": "assistant", "content": "", "refusal": None}, None)]
         events += [
@@ -221,14 +224,14 @@ class OpenAIWire(Wire):
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
         message = {"role": "assistant", "content": None, "refusal": None}
-        return self._completion(call, message, "content_filter", (1, 0))
+        return self._completion(call, message, "content_filter", Tokens(1, 0))
 
     def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
         first = self._chunk(call, {"role": "assistant", "content": "", "refusal": None}, None)
-        return [first, *self._tail(call, "content_filter", (1, 0))]
+        return [first, *self._tail(call, "content_filter", Tokens(1, 0))]
 
     def missing(self, call: Call) -> dict[str, Any]:
-        return self._completion(call, None, "stop", (1, 1))
+        return self._completion(call, None, "stop", Tokens(1, 1))
 
     def missing_stream(self, call: Call) -> list[bytes]:
         head = self._head(call, "chat.completion.chunk")

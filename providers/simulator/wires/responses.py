@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from providers.simulator.wires.base import Call, Wire, dumps, last_text_block
+from providers.simulator.wires.base import Call, Tokens, Wire, dumps, last_text_block
 from providers.simulator.wires.openai import OpenAIWire
 
 __all__ = ["ResponsesWire"]
@@ -77,7 +77,7 @@ class ResponsesWire(Wire):
         call: Call,
         status: str,
         output: list[dict[str, Any]] | None,
-        usage: tuple[int, int] | None,
+        usage: Tokens | None,
         reason: str | None = None,
     ) -> dict[str, Any]:
         body = call.body
@@ -136,7 +136,7 @@ class ResponsesWire(Wire):
             "name": call.tool_calls[i].name,
         }
 
-    def reply(self, call: Call, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    def reply(self, call: Call, text: str, usage: Tokens) -> dict[str, Any]:
         items = []
         if text or not call.tool_calls:
             items.append(self._message(call, "completed", [self._part(text)]))
@@ -183,7 +183,7 @@ class ResponsesWire(Wire):
             _event(1, "response.in_progress", {"response": pending}),
         ]
 
-    def _calls_only(self, call: Call, usage: tuple[int, int], terminate: bool) -> list[bytes]:
+    def _calls_only(self, call: Call, usage: Tokens, terminate: bool) -> list[bytes]:
         """The stream of a reply that only calls tools (no message item)."""
         events = self._opening(call) + self._call_events(call, 2, 0, terminate)
         if terminate:
@@ -193,7 +193,7 @@ class ResponsesWire(Wire):
         return events
 
     def stream(
-        self, call: Call, pieces: list[str], usage: tuple[int, int], *, terminate: bool
+        self, call: Call, pieces: list[str], usage: Tokens, *, terminate: bool
     ) -> list[bytes]:
         if call.tool_calls and not any(pieces):
             return self._calls_only(call, usage, terminate)
@@ -235,14 +235,14 @@ class ResponsesWire(Wire):
         return body
 
     def filtered(self, call: Call, prompt_blocked: bool) -> dict[str, Any]:
-        return self._response(call, "incomplete", [], (1, 0), reason="content_filter")
+        return self._response(call, "incomplete", [], Tokens(1, 0), reason="content_filter")
 
     def filtered_stream(self, call: Call, prompt_blocked: bool) -> list[bytes]:
         final = self.filtered(call, prompt_blocked)
         return [*self._opening(call), _event(2, "response.incomplete", {"response": final})]
 
     def missing(self, call: Call) -> dict[str, Any]:
-        return self._response(call, "completed", None, (1, 1))
+        return self._response(call, "completed", None, Tokens(1, 1))
 
     def missing_stream(self, call: Call) -> list[bytes]:
         final = self.missing(call)
@@ -255,11 +255,11 @@ class ResponsesWire(Wire):
         )
 
 
-def _usage(usage: tuple[int, int]) -> dict[str, Any]:
+def _usage(usage: Tokens) -> dict[str, Any]:
     return {
-        "input_tokens": usage[0],
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": usage[1],
+        "input_tokens": usage.input,
+        "input_tokens_details": {"cached_tokens": usage.cache_read},
+        "output_tokens": usage.output,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": usage[0] + usage[1],
+        "total_tokens": usage.input + usage.output,
     }

@@ -298,3 +298,26 @@ def test_journal_errors_stop_the_run_and_pickle(error: Exception) -> None:
     assert (kind.retried, kind.hands_over, kind.counts_for_health) == (False, False, False)
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is type(error) and str(again) == str(error)
+
+
+async def test_a_replayed_step_keeps_its_prompt_cache_counts(tmp_path: Path) -> None:
+    """Usage's cache reads and writes survive the journal; a record from before they were
+    counted ([input, output]) still reads."""
+    import json
+
+    from orchestrator import Usage
+    from orchestrator.journal.records import decode_result, encode_result
+
+    cached = Usage(100, 10, 60, 20)
+
+    async def fn(req: Request) -> Response:
+        return Response("ok", usage=cached)
+
+    wf = Workflow(Phase("One", Step("a", FunctionProvider(fn, name="p"), prompt="A")), name="w")
+    journal = f"sqlite:///{tmp_path}/j.db"
+    first = await wf.run({}, run_id="r-1", journal=journal)
+    again = await wf.run({}, run_id="r-1", journal=journal)
+    assert first["a"].usage == again["a"].usage == cached
+    record = json.loads(json.dumps(encode_result(first["a"])))
+    record["attempts"][0]["usage"] = [100, 10]
+    assert decode_result(record).usage == Usage(100, 10)

@@ -367,3 +367,53 @@ async def test_more_tool_calls_than_a_reply_can_hold_is_invalid_output(
             await streamed(p, ask())
         else:
             await p.complete(ask())
+
+
+# -- a whole reply's tool-use blocks: Anthropic's tool_use and Bedrock's toolUse, one rule --
+
+
+def _blocks(wire: str, *uses: tuple[str, Any]) -> Any:
+    """A whole reply with text "hi" and one tool-use block per (name, input), on ``wire``."""
+    if wire == "anthropic":
+        content: list[Any] = [{"type": "text", "text": "hi"}]
+        content += [
+            {"type": "tool_use", "id": f"t{i}", "name": n, "input": v}
+            for i, (n, v) in enumerate(uses)
+        ]
+        return {"content": content, "stop_reason": "tool_use"}
+    content = [{"text": "hi"}]
+    content += [
+        {"toolUse": {"toolUseId": f"t{i}", "name": n, "input": v}} for i, (n, v) in enumerate(uses)
+    ]
+    return {"output": {"message": {"content": content}}, "stopReason": "tool_use"}
+
+
+def _read(wire: str, data: Any, answer: str | None) -> tuple[str, tuple[ToolCall, ...]]:
+    if wire == "anthropic":
+        from providers.anthropic import _Prefill
+
+        claude = AnthropicMessages("claude-sim", api_key="sk-test")
+        reply = claude.parsed(claude.parse, data, answer, _Prefill(""))
+        return reply.text, reply.tool_calls
+    from providers import BedrockConverse
+    from providers.bedrock.converse import read_reply
+
+    return BedrockConverse("m", region="us-east-1").parsed(read_reply, data, answer)
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "bedrock"])
+def test_both_tool_use_wires_read_the_structured_answer_by_one_rule(wire: str) -> None:
+    """The answer tool's first input is the answer, other blocks are calls; an input of
+    null is no answer (Anthropic read it as the answer "null", Bedrock as none)."""
+    city = ("get_weather", {"city": "Oslo"})
+    text, calls = _read(
+        wire, _blocks(wire, ("Answer", {"a": 1}), ("Answer", {"a": 2}), city), "Answer"
+    )
+    assert json.loads(text) == {"a": 1} and calls == (
+        ToolCall("t2", "get_weather", {"city": "Oslo"}),
+    )
+    assert _read(wire, _blocks(wire, city), None)[0] == "hi"
+    assert _read(wire, _blocks(wire, ("Answer", None), city), "Answer")[0] == "hi"
+    block = "tool_use" if wire == "anthropic" else "toolUse"
+    with pytest.raises(InvalidOutput, match=f"no {block} block with an input"):
+        _read(wire, _blocks(wire, ("Answer", None)), "Answer")

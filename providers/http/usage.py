@@ -1,0 +1,71 @@
+"""The usage a reply reports, read one way for every vendor: input, output, and the input
+tokens read from or written to the prompt cache.
+
+The vendors name and count them differently: OpenAI's ``prompt_tokens`` and Gemini's
+``promptTokenCount`` include the cached tokens (``prompt_tokens_details.cached_tokens``,
+``cachedContentTokenCount``), while Anthropic's ``input_tokens`` and Bedrock's
+``inputTokens`` leave out the cache reads and writes they report beside them. Each
+vendor names its fields once (a :class:`UsageFields`); :func:`usage_of` makes the
+:class:`~orchestrator.types.Usage` whose ``input_tokens`` counts every input token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.types import Usage
+from providers.http.shape import tokens
+
+__all__ = ["ANTHROPIC", "BEDROCK", "GEMINI", "OPENAI", "UsageFields", "usage_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFields:
+    """Where a vendor's usage object keeps each count (``a.b``: ``b`` inside ``a``), and
+    whether its input count already includes the cached tokens. ``thoughts``, when named,
+    is billed as output (Gemini's reasoning)."""
+
+    input: str
+    output: str
+    cache_read: str = ""
+    cache_write: str = ""
+    input_includes_cache: bool = True
+    thoughts: str = ""
+
+
+OPENAI = UsageFields("prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens")
+ANTHROPIC = UsageFields(
+    "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", False
+)
+GEMINI = UsageFields(
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "cachedContentTokenCount",
+    thoughts="thoughtsTokenCount",
+)
+BEDROCK = UsageFields(
+    "inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens", False
+)
+
+
+def usage_of(usage: Any, fields: UsageFields) -> Usage | None:
+    """The :class:`Usage` of a vendor's usage object (None when it is not an object);
+    ``ValueError`` for a count that is not a whole number in range."""
+    if not isinstance(usage, Mapping):
+        return None
+    read, write = _count(usage, fields.cache_read), _count(usage, fields.cache_write)
+    given = _count(usage, fields.input)
+    input_tokens = given if fields.input_includes_cache else given + read + write
+    output = _count(usage, fields.output) + _count(usage, fields.thoughts)
+    read = min(read, input_tokens)  # never more cached than input: no negative cost
+    return Usage(input_tokens, output, read, min(write, input_tokens - read))
+
+
+def _count(usage: Mapping[str, Any], path: str) -> int:
+    """The count at ``path`` (0 when it is absent, or ``path`` is empty)."""
+    node: Any = usage if path else None
+    for key in path.split(".") if path else ():
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return tokens(node)
