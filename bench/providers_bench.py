@@ -3,10 +3,12 @@
 Two simulated OpenAI-compatible servers (primary, secondary) run in their own
 processes, so the client side measured here is the only thing in this process.
 Each scenario interleaves the implementations round by round: loops written by
-hand on httpx, aiohttp and pyreqwest, and the agent on the default aiohttp
-transport and on ``transport="reqwest"`` (when pyreqwest, the ``[fast]`` extra, is
-installed); figures are reported as ratios to the httpx baseline and to the
-aiohttp floor of the same run.
+hand on httpx, aiohttp and pyreqwest (``aiohttp-stream`` and ``reqwest-stream``: the
+same loops asking for ``stream: true`` and reading the SSE to its end, the floor of a
+streamed call), and the agent on the default aiohttp transport and on
+``transport="reqwest"`` (when pyreqwest, the ``[fast]`` extra, is installed);
+figures are reported as ratios to the httpx baseline and to the aiohttp floor of
+the same run.
 
     python bench/providers_bench.py [--rounds 5] [--quick]
 
@@ -39,6 +41,7 @@ from providers import OpenAIChat
 
 KEY = "sk-bench-not-a-real-key"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "ping"}]}
+STREAM_BODY = {**BODY, "stream": True, "stream_options": {"include_usage": True}}
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 TIMEOUT = 0.25
 
@@ -171,6 +174,39 @@ def aiohttp_impl(session: aiohttp.ClientSession, primary: str, secondary: str, h
     return call
 
 
+def sse_text(lines: list[bytes]) -> str:
+    """The text of an OpenAI stream's ``data:`` lines, as a hand-written reader takes it."""
+    parts: list[str] = []
+    for line in lines:
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            for choice in json.loads(line[6:])["choices"]:
+                parts.append(choice["delta"].get("content") or "")
+    return "".join(parts)
+
+
+def aiohttp_stream_impl(
+    session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool
+) -> Call:
+    """The aiohttp loop asking for ``stream: true`` and reading the SSE body to its end:
+    the floor of a streamed call (what hedging at first content needs)."""
+
+    async def one(url: str, timeout: float | None) -> str:
+        kw: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout)} if timeout else {}
+        async with session.post(
+            url + "/openai/v1/chat/completions", json=STREAM_BODY, headers=HEADERS, **kw
+        ) as r:
+            r.raise_for_status()
+            return sse_text([line.rstrip(b"\r\n") async for line in r.content])
+
+    async def call() -> str:
+        try:
+            return await one(primary, TIMEOUT if hang else None)
+        except (TimeoutError, aiohttp.ClientError, KeyError, ValueError):
+            return await one(secondary, None)
+
+    return call
+
+
 def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
     """The aiohttp loop written on a ``pyreqwest`` client (a Rust floor)."""
     from datetime import timedelta
@@ -185,6 +221,32 @@ def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
         r = await (builder.timeout(limit) if hung else builder).build().send()
         text: str = (await r.json())["choices"][0]["message"]["content"]
         return text
+
+    async def call() -> str:
+        try:
+            return await one(primary, hang)
+        except (PyreqwestError, KeyError, ValueError):
+            return await one(secondary, False)
+
+    return call
+
+
+def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
+    """The streamed floor on a ``pyreqwest`` client: ``stream: true``, the SSE read to its end."""
+    from datetime import timedelta
+
+    from pyreqwest.exceptions import PyreqwestError
+
+    limit = timedelta(seconds=TIMEOUT)
+
+    async def one(url: str, hung: bool) -> str:
+        builder = client.post(url + "/openai/v1/chat/completions").body_json(STREAM_BODY)
+        builder = builder.headers(HEADERS).error_for_status().streamed_read_buffer_limit(0)
+        async with (builder.timeout(limit) if hung else builder).build_streamed() as r:
+            body = bytearray()
+            while (chunk := await r.body_reader.read_chunk()) is not None:
+                body += chunk.to_bytes()
+        return sse_text(bytes(body).split(b"\n"))
 
     async def call() -> str:
         try:
@@ -224,7 +286,9 @@ try:
     import pyreqwest.client as _pyreqwest
 except ImportError:  # the [fast] extra is not installed: the reqwest columns are left out
     _pyreqwest = None  # type: ignore[assignment]
-IMPLS = ("httpx", "aiohttp", "agent") + (("reqwest", "agent+reqwest") if _pyreqwest else ())
+IMPLS = ("httpx", "aiohttp", "aiohttp-stream", "agent") + (
+    ("reqwest", "reqwest-stream", "agent+reqwest") if _pyreqwest else ()
+)
 
 
 async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[str, Tally]:
@@ -238,11 +302,13 @@ async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[st
     calls = {
         "httpx": httpx_impl(client, primary.url, secondary.url, hang),
         "aiohttp": aiohttp_impl(session, primary.url, secondary.url, hang),
+        "aiohttp-stream": aiohttp_stream_impl(session, primary.url, secondary.url, hang),
         "agent": agent_impl(primary.url, secondary.url, hang),
     }
     rq = _pyreqwest.ClientBuilder().no_proxy().build() if _pyreqwest else None
     if rq is not None:
         calls["reqwest"] = reqwest_impl(rq, primary.url, secondary.url, hang)
+        calls["reqwest-stream"] = reqwest_stream_impl(rq, primary.url, secondary.url, hang)
         calls["agent+reqwest"] = agent_impl(primary.url, secondary.url, hang, "reqwest")
     tallies = {k: Tally() for k in IMPLS}
     try:
