@@ -202,8 +202,9 @@ class OpenAIChat(VendorProvider):
         model: str | None = None
         finish: str | None = None
         done = sent = saw_choice = False
+        events = self.post_events(self._url, self.payload(request, stream=True))
         try:
-            async for event in self.post_events(self._url, self.payload(request, stream=True)):
+            async for event in events:
                 if event.data == "[DONE]" or sent:
                     done = True
                     break
@@ -235,6 +236,8 @@ class OpenAIChat(VendorProvider):
         except InvalidOutput as error:
             self.bill(error, usage)  # the usage seen so far
             raise
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await events.aclose()
         yield self.response("".join(parts), usage, model, finish, found)
 
 
