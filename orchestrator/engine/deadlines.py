@@ -34,11 +34,12 @@ policy, then handed over).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from orchestrator.clock import Clock
+from orchestrator.engine.inline import resume
 from orchestrator.errors import FirstTokenTimeout, StreamInterrupted, StreamStalled
 from orchestrator.types import Request, Response, ToolCallDelta
 from orchestrator.units import Seconds, seconds_or_none
@@ -177,12 +178,19 @@ class Watched:
                 yield item
 
     async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
+        step = cast("Coroutine[Any, Any, Any]", anext(agen))
         if deadline is None:
-            return await anext(agen)
+            return await step
+        try:
+            pending = step.send(None)
+        except StopIteration as ready:
+            # Ready without waiting (the rest of a body already received): no timer. Most
+            # items of a stream are, and a timer per item cost more than parsing it.
+            return ready.value
         cm = self.clock.timeout_at(deadline)
         try:
             async with cm:
-                return await anext(agen)
+                return await resume(step, pending)
         except TimeoutError:
             if not getattr(cm, "expired", lambda: False)():
                 raise  # the provider's own timeout, or an outer deadline
