@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 
 import pytest
 
-from orchestrator import PROGRESS, Response
+from orchestrator import PROGRESS, Request, Response
 from orchestrator.engine.deadlines import Watch, Watched, assemble
 from orchestrator.errors import StreamStalled
 from orchestrator.testing import FakeClock
@@ -37,7 +37,7 @@ class Body:
     def __init__(self, ready: int, waits: int = 0, stall: bool = False) -> None:
         self.ready, self.waits, self.stall = ready, waits, stall
 
-    async def stream(self, request: object) -> AsyncIterator[object]:
+    async def stream(self, request: Request) -> AsyncIterator[object]:
         await asyncio.sleep(0)
         for n in range(self.ready):
             yield f"c{n}"
@@ -53,7 +53,7 @@ class Body:
 async def test_items_ready_without_waiting_take_no_timer() -> None:
     clock = CountingClock()
     watched = Watched(Body(ready=6), Watch(None, idle=5.0), clock)
-    response = await assemble(watched.stream(object()), "body")
+    response = await assemble(watched.stream(Request("hi")), "body")
     assert response.text == "done"
     assert clock.timers == 0  # main: one per item after the first content (11)
 
@@ -61,7 +61,7 @@ async def test_items_ready_without_waiting_take_no_timer() -> None:
 async def test_each_wait_after_the_first_content_takes_one_timer() -> None:
     clock = CountingClock()
     watched = Watched(Body(ready=2, waits=3), Watch(None, idle=5.0), clock)
-    items = [item async for item in watched.stream(object())]
+    items = [item async for item in watched.stream(Request("hi"))]
     assert items[-1] == Response(text="done") and clock.timers == 3
 
 
@@ -73,7 +73,7 @@ async def test_many_streams_in_flight_stall_at_idle_or_answer(ready: int) -> Non
     async def one(body: Body) -> str:
         watched = Watched(body, Watch(None, idle=0.5), clock)
         try:
-            return (await assemble(watched.stream(object()), "body")).text
+            return (await assemble(watched.stream(Request("hi")), "body")).text
         except StreamStalled:
             return "stalled"
 

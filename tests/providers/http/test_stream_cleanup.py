@@ -14,7 +14,6 @@ import asyncio
 import sys
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
-from types import AsyncGeneratorType
 from typing import Any
 
 import pytest
@@ -36,9 +35,10 @@ def left_to_the_loop() -> Iterator[list[str]]:
     first, finalizer = sys.get_asyncgen_hooks()
     assert finalizer is not None
 
-    def hook(agen: AsyncGeneratorType[Any, Any]) -> None:
-        if "/simulator/" not in agen.ag_code.co_filename:
-            names.append(agen.__qualname__)
+    def hook(agen: AsyncGenerator[Any, Any]) -> None:
+        code: Any = agen
+        if "/simulator/" not in code.ag_code.co_filename:
+            names.append(code.__qualname__)
         finalizer(agen)
 
     sys.set_asyncgen_hooks(first, hook)
@@ -82,4 +82,3 @@ async def test_hedged_runs_in_flight_leave_nothing_to_the_loop(
         await settle()
     assert {r.handled_by for r in results} == {"a"}
     assert left == []
-
