@@ -257,7 +257,11 @@ def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -
     return call
 
 
-def agent_impl(primary: str, secondary: str, hang: bool, transport: str | None = None) -> Call:
+def agent_impl(
+    primary: str, secondary: str, hang: bool, transport: str | None = None, *, hedged: bool = True
+) -> Call:
+    """``FallbackAgent`` + ``OpenAIChat``; ``hedged=False``: ``hedge_after=None`` (a ``run``
+    is then one non-streamed POST, as a hedge on whole-reply latency would keep it)."""
     kw: dict[str, Any] = {"api_key": KEY, "transport": transport}
     agent = FallbackAgent(
         [
@@ -266,6 +270,7 @@ def agent_impl(primary: str, secondary: str, hang: bool, transport: str | None =
         ],
         max_retries=0,
         attempt_timeout=TIMEOUT if hang else None,
+        hedge_after="auto" if hedged else None,
     )
 
     async def call() -> str:
@@ -289,9 +294,13 @@ except ImportError:  # the [fast] extra is not installed: the reqwest columns ar
 IMPLS = ("httpx", "aiohttp", "aiohttp-stream", "agent") + (
     ("reqwest", "reqwest-stream", "agent+reqwest") if _pyreqwest else ()
 )
+#: With ``--unhedged``: the agent with ``hedge_after=None`` too (one non-streamed POST per run).
+UNHEDGED = ("agent unhedged",) + (("agent+reqwest unhedged",) if _pyreqwest else ())
 
 
-async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[str, Tally]:
+async def run_scenario(
+    name: str, sims: tuple[Sim, Sim], rounds: int, impls: tuple[str, ...] = IMPLS
+) -> dict[str, Tally]:
     spec, n, concurrent = SCENARIOS[name]
     primary, secondary = sims
     hang = name == "S3"
@@ -310,12 +319,15 @@ async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[st
         calls["reqwest"] = reqwest_impl(rq, primary.url, secondary.url, hang)
         calls["reqwest-stream"] = reqwest_stream_impl(rq, primary.url, secondary.url, hang)
         calls["agent+reqwest"] = agent_impl(primary.url, secondary.url, hang, "reqwest")
-    tallies = {k: Tally() for k in IMPLS}
+    for k in UNHEDGED:
+        transport = "reqwest" if "reqwest" in k else None
+        calls[k] = agent_impl(primary.url, secondary.url, hang, transport, hedged=False)
+    tallies = {k: Tally() for k in impls}
     try:
-        for k in IMPLS:  # warm up connections and code paths
+        for k in impls:  # warm up connections and code paths
             await batch(calls[k], min(n, 20), concurrent, Tally())
         for _ in range(rounds):
-            for k in IMPLS:
+            for k in impls:
                 before = primary.count() + secondary.count()
                 await batch(calls[k], n, concurrent, tallies[k])
                 tallies[k].upstream += primary.count() + secondary.count() - before
@@ -345,7 +357,7 @@ def report(results: dict[str, dict[str, Tally]]) -> str:
     ]
     for name, tallies in results.items():
         base, floor = tallies["httpx"], tallies["aiohttp"]
-        for k in IMPLS:
+        for k in tallies:
             t = tallies[k]
             cpu = t.cpu / t.calls * 1e6
             rate = t.calls / t.wall
@@ -360,12 +372,12 @@ def report(results: dict[str, dict[str, Tally]]) -> str:
     return "\n".join(rows)
 
 
-async def main(rounds: int, only: list[str]) -> None:
+async def main(rounds: int, only: list[str], impls: tuple[str, ...] = IMPLS) -> None:
     sims = (Sim(), Sim())
     try:
         results = {}
         for name in only:
-            results[name] = await run_scenario(name, sims, rounds if name != "S3" else 2)
+            results[name] = await run_scenario(name, sims, rounds if name != "S3" else 2, impls)
             print(f"{name} done", file=sys.stderr)
     finally:
         for s in sims:
@@ -382,5 +394,7 @@ if __name__ == "__main__":
     )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scenarios", default="S1,S2,S3,S4,S5")
+    ap.add_argument("--unhedged", action="store_true", help="also the agent with hedge_after=None")
     args = ap.parse_args()
-    asyncio.run(main(args.rounds, args.scenarios.split(",")))
+    impls = IMPLS + (UNHEDGED if args.unhedged else ())
+    asyncio.run(main(args.rounds, args.scenarios.split(","), impls))
