@@ -112,6 +112,22 @@ class Tally:
 
 
 Call = Callable[[], Awaitable[str]]
+Errors = type[BaseException] | tuple[type[BaseException], ...]
+
+
+def falling_over(
+    one: Callable[[str, Any], Awaitable[str]], urls: tuple[str, str], first: Any, errors: Errors
+) -> Call:
+    """What a user writes by hand: ``one(primary, first)``, and on any of ``errors``
+    ``one(secondary, None)`` (``first``: the primary's limit when it hangs)."""
+
+    async def call() -> str:
+        try:
+            return await one(urls[0], first)
+        except errors:
+            return await one(urls[1], None)
+
+    return call
 
 
 async def timed(call: Call, tally: Tally) -> None:
@@ -145,33 +161,8 @@ def httpx_impl(client: httpx.AsyncClient, primary: str, secondary: str, hang: bo
         text: str = r.json()["choices"][0]["message"]["content"]
         return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, TIMEOUT if hang else None)
-        except (httpx.HTTPError, KeyError, ValueError):
-            return await one(secondary, None)
-
-    return call
-
-
-def aiohttp_impl(session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool) -> Call:
-    async def one(url: str, timeout: float | None) -> str:
-        kw: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout)} if timeout else {}
-        async with session.post(
-            url + "/openai/v1/chat/completions", json=BODY, headers=HEADERS, **kw
-        ) as r:
-            r.raise_for_status()
-            data = await r.json()
-            text: str = data["choices"][0]["message"]["content"]
-            return text
-
-    async def call() -> str:
-        try:
-            return await one(primary, TIMEOUT if hang else None)
-        except (TimeoutError, aiohttp.ClientError, KeyError, ValueError):
-            return await one(secondary, None)
-
-    return call
+    urls, first = (primary, secondary), TIMEOUT if hang else None
+    return falling_over(one, urls, first, (httpx.HTTPError, KeyError, ValueError))
 
 
 def sse_text(lines: list[bytes]) -> str:
@@ -184,27 +175,29 @@ def sse_text(lines: list[bytes]) -> str:
     return "".join(parts)
 
 
-def aiohttp_stream_impl(
-    session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool
+def aiohttp_impl(
+    session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool, stream: bool = False
 ) -> Call:
-    """The aiohttp loop asking for ``stream: true`` and reading the SSE body to its end:
-    the floor of a streamed call (what hedging at first content needs)."""
+    """The hand-written aiohttp loop; ``stream``: asking for ``stream: true`` and reading the
+    SSE body to its end (the floor of a streamed call, what hedging at first content needs)."""
 
     async def one(url: str, timeout: float | None) -> str:
         kw: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout)} if timeout else {}
         async with session.post(
-            url + "/openai/v1/chat/completions", json=STREAM_BODY, headers=HEADERS, **kw
+            url + "/openai/v1/chat/completions",
+            json=STREAM_BODY if stream else BODY,
+            headers=HEADERS,
+            **kw,
         ) as r:
             r.raise_for_status()
-            return sse_text([line.rstrip(b"\r\n") async for line in r.content])
+            if stream:
+                return sse_text([line.rstrip(b"\r\n") async for line in r.content])
+            data = await r.json()
+            text: str = data["choices"][0]["message"]["content"]
+            return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, TIMEOUT if hang else None)
-        except (TimeoutError, aiohttp.ClientError, KeyError, ValueError):
-            return await one(secondary, None)
-
-    return call
+    urls, first = (primary, secondary), TIMEOUT if hang else None
+    return falling_over(one, urls, first, (TimeoutError, aiohttp.ClientError, KeyError, ValueError))
 
 
 def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
@@ -215,20 +208,15 @@ def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
 
     limit = timedelta(seconds=TIMEOUT)
 
-    async def one(url: str, hung: bool) -> str:
+    async def one(url: str, hung: bool | None) -> str:
         builder = client.post(url + "/openai/v1/chat/completions").body_json(BODY)
         builder = builder.headers(HEADERS).error_for_status()
         r = await (builder.timeout(limit) if hung else builder).build().send()
         text: str = (await r.json())["choices"][0]["message"]["content"]
         return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, hang)
-        except (PyreqwestError, KeyError, ValueError):
-            return await one(secondary, False)
-
-    return call
+    urls = (primary, secondary)
+    return falling_over(one, urls, hang or None, (PyreqwestError, KeyError, ValueError))
 
 
 def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
@@ -239,7 +227,7 @@ def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -
 
     limit = timedelta(seconds=TIMEOUT)
 
-    async def one(url: str, hung: bool) -> str:
+    async def one(url: str, hung: bool | None) -> str:
         builder = client.post(url + "/openai/v1/chat/completions").body_json(STREAM_BODY)
         builder = builder.headers(HEADERS).error_for_status().streamed_read_buffer_limit(0)
         async with (builder.timeout(limit) if hung else builder).build_streamed() as r:
@@ -248,13 +236,8 @@ def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -
                 body += chunk.to_bytes()
         return sse_text(bytes(body).split(b"\n"))
 
-    async def call() -> str:
-        try:
-            return await one(primary, hang)
-        except (PyreqwestError, KeyError, ValueError):
-            return await one(secondary, False)
-
-    return call
+    urls = (primary, secondary)
+    return falling_over(one, urls, hang or None, (PyreqwestError, KeyError, ValueError))
 
 
 def agent_impl(
@@ -311,7 +294,7 @@ async def run_scenario(
     calls = {
         "httpx": httpx_impl(client, primary.url, secondary.url, hang),
         "aiohttp": aiohttp_impl(session, primary.url, secondary.url, hang),
-        "aiohttp-stream": aiohttp_stream_impl(session, primary.url, secondary.url, hang),
+        "aiohttp-stream": aiohttp_impl(session, primary.url, secondary.url, hang, stream=True),
         "agent": agent_impl(primary.url, secondary.url, hang),
     }
     rq = _pyreqwest.ClientBuilder().no_proxy().build() if _pyreqwest else None
