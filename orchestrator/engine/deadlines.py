@@ -34,9 +34,9 @@ policy, then handed over).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from orchestrator.clock import Clock
 from orchestrator.engine.inline import resume
@@ -178,7 +178,7 @@ class Watched:
                 yield item
 
     async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
-        step = cast("Coroutine[Any, Any, Any]", anext(agen))
+        step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
         if deadline is None:
             return await step
         try:

@@ -317,7 +317,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error` maps
         that code (500 when not given or not an HTTP error status)."""
         data = await self.event_json(event)
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict | Mapping):  # dict first: no ABC check for JSON's objects
             raise InvalidOutput("stream event is not a JSON object", provider=self.name)
         if "error" in data:
             err = data.get("error")
