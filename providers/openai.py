@@ -57,8 +57,8 @@ _OBJECT = (dict, Mapping)
 
 
 def _usage(data: Any) -> Usage | None:
-    usage = data.get("usage") if isinstance(data, _OBJECT) else None
-    if usage is None or not isinstance(usage, _OBJECT):
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    if not isinstance(usage, Mapping):
         return None
     return Usage(tokens(usage.get("prompt_tokens")), tokens(usage.get("completion_tokens")))
 
