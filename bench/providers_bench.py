@@ -3,10 +3,12 @@
 Two simulated OpenAI-compatible servers (primary, secondary) run in their own
 processes, so the client side measured here is the only thing in this process.
 Each scenario interleaves the implementations round by round: loops written by
-hand on httpx, aiohttp and pyreqwest, and the agent on the default aiohttp
-transport and on ``transport="reqwest"`` (when pyreqwest, the ``[fast]`` extra, is
-installed); figures are reported as ratios to the httpx baseline and to the
-aiohttp floor of the same run.
+hand on httpx, aiohttp and pyreqwest (``aiohttp-stream`` and ``reqwest-stream``: the
+same loops asking for ``stream: true`` and reading the SSE to its end, the floor of a
+streamed call), and the agent on the default aiohttp transport and on
+``transport="reqwest"`` (when pyreqwest, the ``[fast]`` extra, is installed);
+figures are reported as ratios to the httpx baseline and to the aiohttp floor of
+the same run.
 
     python bench/providers_bench.py [--rounds 5] [--quick]
 
@@ -39,6 +41,7 @@ from providers import OpenAIChat
 
 KEY = "sk-bench-not-a-real-key"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "ping"}]}
+STREAM_BODY = {**BODY, "stream": True, "stream_options": {"include_usage": True}}
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 TIMEOUT = 0.25
 
@@ -109,6 +112,22 @@ class Tally:
 
 
 Call = Callable[[], Awaitable[str]]
+Errors = type[BaseException] | tuple[type[BaseException], ...]
+
+
+def falling_over(
+    one: Callable[[str, Any], Awaitable[str]], urls: tuple[str, str], first: Any, errors: Errors
+) -> Call:
+    """What a user writes by hand: ``one(primary, first)``, and on any of ``errors``
+    ``one(secondary, None)`` (``first``: the primary's limit when it hangs)."""
+
+    async def call() -> str:
+        try:
+            return await one(urls[0], first)
+        except errors:
+            return await one(urls[1], None)
+
+    return call
 
 
 async def timed(call: Call, tally: Tally) -> None:
@@ -142,33 +161,43 @@ def httpx_impl(client: httpx.AsyncClient, primary: str, secondary: str, hang: bo
         text: str = r.json()["choices"][0]["message"]["content"]
         return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, TIMEOUT if hang else None)
-        except (httpx.HTTPError, KeyError, ValueError):
-            return await one(secondary, None)
-
-    return call
+    urls, first = (primary, secondary), TIMEOUT if hang else None
+    return falling_over(one, urls, first, (httpx.HTTPError, KeyError, ValueError))
 
 
-def aiohttp_impl(session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool) -> Call:
+def sse_text(lines: list[bytes]) -> str:
+    """The text of an OpenAI stream's ``data:`` lines, as a hand-written reader takes it."""
+    parts: list[str] = []
+    for line in lines:
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            for choice in json.loads(line[6:])["choices"]:
+                parts.append(choice["delta"].get("content") or "")
+    return "".join(parts)
+
+
+def aiohttp_impl(
+    session: aiohttp.ClientSession, primary: str, secondary: str, hang: bool, stream: bool = False
+) -> Call:
+    """The hand-written aiohttp loop; ``stream``: asking for ``stream: true`` and reading the
+    SSE body to its end (the floor of a streamed call, what hedging at first content needs)."""
+
     async def one(url: str, timeout: float | None) -> str:
         kw: dict[str, Any] = {"timeout": aiohttp.ClientTimeout(total=timeout)} if timeout else {}
         async with session.post(
-            url + "/openai/v1/chat/completions", json=BODY, headers=HEADERS, **kw
+            url + "/openai/v1/chat/completions",
+            json=STREAM_BODY if stream else BODY,
+            headers=HEADERS,
+            **kw,
         ) as r:
             r.raise_for_status()
+            if stream:
+                return sse_text([line.rstrip(b"\r\n") async for line in r.content])
             data = await r.json()
             text: str = data["choices"][0]["message"]["content"]
             return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, TIMEOUT if hang else None)
-        except (TimeoutError, aiohttp.ClientError, KeyError, ValueError):
-            return await one(secondary, None)
-
-    return call
+    urls, first = (primary, secondary), TIMEOUT if hang else None
+    return falling_over(one, urls, first, (TimeoutError, aiohttp.ClientError, KeyError, ValueError))
 
 
 def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
@@ -179,23 +208,43 @@ def reqwest_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
 
     limit = timedelta(seconds=TIMEOUT)
 
-    async def one(url: str, hung: bool) -> str:
+    async def one(url: str, hung: bool | None) -> str:
         builder = client.post(url + "/openai/v1/chat/completions").body_json(BODY)
         builder = builder.headers(HEADERS).error_for_status()
         r = await (builder.timeout(limit) if hung else builder).build().send()
         text: str = (await r.json())["choices"][0]["message"]["content"]
         return text
 
-    async def call() -> str:
-        try:
-            return await one(primary, hang)
-        except (PyreqwestError, KeyError, ValueError):
-            return await one(secondary, False)
-
-    return call
+    urls = (primary, secondary)
+    return falling_over(one, urls, hang or None, (PyreqwestError, KeyError, ValueError))
 
 
-def agent_impl(primary: str, secondary: str, hang: bool, transport: str | None = None) -> Call:
+def reqwest_stream_impl(client: Any, primary: str, secondary: str, hang: bool) -> Call:
+    """The streamed floor on a ``pyreqwest`` client: ``stream: true``, the SSE read to its end."""
+    from datetime import timedelta
+
+    from pyreqwest.exceptions import PyreqwestError
+
+    limit = timedelta(seconds=TIMEOUT)
+
+    async def one(url: str, hung: bool | None) -> str:
+        builder = client.post(url + "/openai/v1/chat/completions").body_json(STREAM_BODY)
+        builder = builder.headers(HEADERS).error_for_status().streamed_read_buffer_limit(0)
+        async with (builder.timeout(limit) if hung else builder).build_streamed() as r:
+            body = bytearray()
+            while (chunk := await r.body_reader.read_chunk()) is not None:
+                body += chunk.to_bytes()
+        return sse_text(bytes(body).split(b"\n"))
+
+    urls = (primary, secondary)
+    return falling_over(one, urls, hang or None, (PyreqwestError, KeyError, ValueError))
+
+
+def agent_impl(
+    primary: str, secondary: str, hang: bool, transport: str | None = None, *, hedged: bool = True
+) -> Call:
+    """``FallbackAgent`` + ``OpenAIChat``; ``hedged=False``: ``hedge_after=None`` (a ``run``
+    is then one non-streamed POST, as a hedge on whole-reply latency would keep it)."""
     kw: dict[str, Any] = {"api_key": KEY, "transport": transport}
     agent = FallbackAgent(
         [
@@ -204,6 +253,7 @@ def agent_impl(primary: str, secondary: str, hang: bool, transport: str | None =
         ],
         max_retries=0,
         attempt_timeout=TIMEOUT if hang else None,
+        hedge_after="auto" if hedged else None,
     )
 
     async def call() -> str:
@@ -224,10 +274,16 @@ try:
     import pyreqwest.client as _pyreqwest
 except ImportError:  # the [fast] extra is not installed: the reqwest columns are left out
     _pyreqwest = None  # type: ignore[assignment]
-IMPLS = ("httpx", "aiohttp", "agent") + (("reqwest", "agent+reqwest") if _pyreqwest else ())
+IMPLS = ("httpx", "aiohttp", "aiohttp-stream", "agent") + (
+    ("reqwest", "reqwest-stream", "agent+reqwest") if _pyreqwest else ()
+)
+#: With ``--unhedged``: the agent with ``hedge_after=None`` too (one non-streamed POST per run).
+UNHEDGED = ("agent unhedged",) + (("agent+reqwest unhedged",) if _pyreqwest else ())
 
 
-async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[str, Tally]:
+async def run_scenario(
+    name: str, sims: tuple[Sim, Sim], rounds: int, impls: tuple[str, ...] = IMPLS
+) -> dict[str, Tally]:
     spec, n, concurrent = SCENARIOS[name]
     primary, secondary = sims
     hang = name == "S3"
@@ -238,18 +294,23 @@ async def run_scenario(name: str, sims: tuple[Sim, Sim], rounds: int) -> dict[st
     calls = {
         "httpx": httpx_impl(client, primary.url, secondary.url, hang),
         "aiohttp": aiohttp_impl(session, primary.url, secondary.url, hang),
+        "aiohttp-stream": aiohttp_impl(session, primary.url, secondary.url, hang, stream=True),
         "agent": agent_impl(primary.url, secondary.url, hang),
     }
     rq = _pyreqwest.ClientBuilder().no_proxy().build() if _pyreqwest else None
     if rq is not None:
         calls["reqwest"] = reqwest_impl(rq, primary.url, secondary.url, hang)
+        calls["reqwest-stream"] = reqwest_stream_impl(rq, primary.url, secondary.url, hang)
         calls["agent+reqwest"] = agent_impl(primary.url, secondary.url, hang, "reqwest")
-    tallies = {k: Tally() for k in IMPLS}
+    for k in UNHEDGED:
+        transport = "reqwest" if "reqwest" in k else None
+        calls[k] = agent_impl(primary.url, secondary.url, hang, transport, hedged=False)
+    tallies = {k: Tally() for k in impls}
     try:
-        for k in IMPLS:  # warm up connections and code paths
+        for k in impls:  # warm up connections and code paths
             await batch(calls[k], min(n, 20), concurrent, Tally())
         for _ in range(rounds):
-            for k in IMPLS:
+            for k in impls:
                 before = primary.count() + secondary.count()
                 await batch(calls[k], n, concurrent, tallies[k])
                 tallies[k].upstream += primary.count() + secondary.count() - before
@@ -279,7 +340,7 @@ def report(results: dict[str, dict[str, Tally]]) -> str:
     ]
     for name, tallies in results.items():
         base, floor = tallies["httpx"], tallies["aiohttp"]
-        for k in IMPLS:
+        for k in tallies:
             t = tallies[k]
             cpu = t.cpu / t.calls * 1e6
             rate = t.calls / t.wall
@@ -294,12 +355,12 @@ def report(results: dict[str, dict[str, Tally]]) -> str:
     return "\n".join(rows)
 
 
-async def main(rounds: int, only: list[str]) -> None:
+async def main(rounds: int, only: list[str], impls: tuple[str, ...] = IMPLS) -> None:
     sims = (Sim(), Sim())
     try:
         results = {}
         for name in only:
-            results[name] = await run_scenario(name, sims, rounds if name != "S3" else 2)
+            results[name] = await run_scenario(name, sims, rounds if name != "S3" else 2, impls)
             print(f"{name} done", file=sys.stderr)
     finally:
         for s in sims:
@@ -316,5 +377,7 @@ if __name__ == "__main__":
     )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scenarios", default="S1,S2,S3,S4,S5")
+    ap.add_argument("--unhedged", action="store_true", help="also the agent with hedge_after=None")
     args = ap.parse_args()
-    asyncio.run(main(args.rounds, args.scenarios.split(",")))
+    impls = IMPLS + (UNHEDGED if args.unhedged else ())
+    asyncio.run(main(args.rounds, args.scenarios.split(","), impls))

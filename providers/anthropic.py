@@ -169,8 +169,9 @@ class AnthropicMessages(VendorProvider):
         payload, prefill, answer = self.payload(request, stream=True)
         state = _StreamState(answer, prefill)
         done, kind = False, None
+        events = self.post_events(self._stream_url, payload)
         try:
-            async for event in self.post_events(self._stream_url, payload):
+            async for event in events:
                 data = await self.event_json(event)
                 kind = data.get("type", event.event) if isinstance(data, Mapping) else None
                 if kind == "message_stop" or done:
@@ -193,6 +194,8 @@ class AnthropicMessages(VendorProvider):
         except InvalidOutput as error:
             self.bill(error, state.usage())  # the usage seen so far
             raise
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await events.aclose()
 
     def _final(self, state: _StreamState, answer: str | None, ended: bool = True) -> Response:
         """The Response of a stream whose content is complete (``ended``: its end was seen)."""

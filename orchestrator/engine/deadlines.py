@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.clock import Clock
+from orchestrator.engine.inline import resume
 from orchestrator.errors import FirstTokenTimeout, StreamInterrupted, StreamStalled
 from orchestrator.types import Request, Response, ToolCallDelta
 from orchestrator.units import Seconds, seconds_or_none
@@ -177,12 +178,19 @@ class Watched:
                 yield item
 
     async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
+        step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
         if deadline is None:
-            return await anext(agen)
+            return await step
+        try:
+            pending = step.send(None)
+        except StopIteration as ready:
+            # Ready without waiting (the rest of a body already received): no timer. Most
+            # items of a stream are, and a timer per item cost more than parsing it.
+            return ready.value
         cm = self.clock.timeout_at(deadline)
         try:
             async with cm:
-                return await anext(agen)
+                return await resume(step, pending)
         except TimeoutError:
             if not getattr(cm, "expired", lambda: False)():
                 raise  # the provider's own timeout, or an outer deadline

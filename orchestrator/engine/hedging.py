@@ -224,7 +224,8 @@ class _Race:
 
     def _ended(self, lane: _Lane) -> None:
         self.finished.append(lane)
-        self.changed.set()
+        if self._changed is not None:  # else no one waits yet: decide() reads finished first
+            self._changed.set()
 
     def claim(self, racer: Racer) -> None:
         """``racer`` has content: the first to get here wins, the other lanes are cancelled."""

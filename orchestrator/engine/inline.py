@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
-__all__ = ["Adopted", "drive"]
+__all__ = ["Adopted", "drive", "resume"]
 
 
 @types.coroutine
@@ -30,6 +30,13 @@ def drive(
     except StopIteration as done:
         return done.value
     suspended()
+    return (yield from resume(coro, pending))
+
+
+@types.coroutine
+def resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
+    """Go on awaiting ``coro``, already sent its first ``None``, which waits on ``pending``
+    (what it yielded): what ``await coro`` would have done from there."""
     while True:
         try:
             sent = yield pending

@@ -178,8 +178,9 @@ class GeminiGenerate(VendorProvider):
         model: str | None = None
         finish: str | None = None
         saw_content = False
+        events = self.post_events(self._stream_url, self.payload(request))
         try:
-            async for event in self.post_events(self._stream_url, self.payload(request)):
+            async for event in events:
                 if finish is not None:
                     break  # after the Response: nothing more is read
                 data = await self.stream_event(event)
@@ -203,6 +204,8 @@ class GeminiGenerate(VendorProvider):
         except InvalidOutput as error:
             self.bill(error, usage)  # the usage seen so far
             raise
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await events.aclose()
 
     def _final(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, TypedDict
 
@@ -282,7 +282,9 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )
 
-    async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
+    async def post_events(
+        self, url: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[SSEEvent, None]:
         """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
 
         A transport failure after the reply started is ``StreamInterrupted``, and
@@ -293,13 +295,17 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         """
         headers = trace_headers(self.request_headers())
         body = json.dumps(payload).encode()
-        async for event in self.post_stream(url, headers, body, _sse, self.map_error, self.secrets):
-            if not event.complete and not whole_event(event.data):
-                raise StreamInterrupted(
-                    "stream ended inside an event (no blank line after its data)",
-                    provider=self.name,
-                )
-            yield event
+        events = self.post_stream(url, headers, body, _sse, self.map_error, self.secrets)
+        try:
+            async for event in events:
+                if not event.complete and not whole_event(event.data):
+                    raise StreamInterrupted(
+                        "stream ended inside an event (no blank line after its data)",
+                        provider=self.name,
+                    )
+                yield event
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await events.aclose()
 
     async def event_json(self, event: SSEEvent) -> Any:
         """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
@@ -311,7 +317,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error` maps
         that code (500 when not given or not an HTTP error status)."""
         data = await self.event_json(event)
-        if not isinstance(data, Mapping):
+        if not isinstance(data, dict | Mapping):  # dict first: no ABC check for JSON's objects
             raise InvalidOutput("stream event is not a JSON object", provider=self.name)
         if "error" in data:
             err = data.get("error")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ResponseTooLarge
@@ -128,7 +128,7 @@ async def bounded_chunks(
     encoding: str | None,
     max_bytes: int,
     deadline: float | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The decoded body of ``raw`` (bytes as received, ``encoding`` its Content-Encoding).
 
     Raises :class:`BodyTooLarge` as soon as the raw or the decoded bytes pass
@@ -139,32 +139,37 @@ async def bounded_chunks(
     inflater = _inflater(encoding)
     received = decoded = 0
     reader = aiter(raw)
-    while True:
-        if deadline is None:
-            data = await anext(reader, None)
-        else:
-            async with asyncio.timeout_at(deadline):
+    try:
+        while True:
+            if deadline is None:
                 data = await anext(reader, None)
-        if data is None:
-            return
-        if not data:
-            continue
-        received += len(data)
-        if received > max_bytes:
-            raise BodyTooLarge(max_bytes)
-        if inflater is None:
-            yield data
-            continue
-        slices = inflater.feed(data)
-        first = True
-        while (piece := _next_slice(slices, encoding)) is not None:
-            if not first:
-                await asyncio.sleep(0)  # a bomb inflates slice by slice: let the loop run
-            first = False
-            decoded += len(piece)
-            if decoded > max_bytes:
+            else:
+                async with asyncio.timeout_at(deadline):
+                    data = await anext(reader, None)
+            if data is None:
+                return
+            if not data:
+                continue
+            received += len(data)
+            if received > max_bytes:
                 raise BodyTooLarge(max_bytes)
-            yield piece
+            if inflater is None:
+                yield data
+                continue
+            slices = inflater.feed(data)
+            first = True
+            while (piece := _next_slice(slices, encoding)) is not None:
+                if not first:
+                    await asyncio.sleep(0)  # a bomb inflates slice by slice: let the loop run
+                first = False
+                decoded += len(piece)
+                if decoded > max_bytes:
+                    raise BodyTooLarge(max_bytes)
+                yield piece
+    finally:  # left open, the reader would be closed later by a task of the loop's own
+        aclose = getattr(reader, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _next_slice(slices: Iterator[bytes], encoding: str | None) -> bytes | None:

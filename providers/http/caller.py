@@ -8,7 +8,7 @@ no secret in any message), and a non-2xx reply's body read for the error map.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from orchestrator.errors import ProviderError, UnusableError
@@ -89,7 +89,7 @@ class HTTPCaller(ClientHolder):
         read: Read[T],
         refused: Refused,
         secrets: Secrets,
-    ) -> AsyncIterator[T]:
+    ) -> AsyncGenerator[T, None]:
         """POST ``body`` and yield what ``read`` makes of the 2xx reply's body, as it arrives.
 
         A non-2xx reply is raised as ``refused`` maps it (a 404 naming the URL); a
@@ -105,8 +105,12 @@ class HTTPCaller(ClientHolder):
                 if not 200 <= reply.status < 300:
                     raw = await reply.read()
                     raise not_found_at(refused(reply.status, reply.headers, error_body(raw)), url)
-                async for item in read(reply.chunks(), limit):
-                    yield item
+                items = read(reply.chunks(), limit)
+                try:
+                    async for item in items:
+                        yield item
+                finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+                    await items.aclose()  # type: ignore[attr-defined]
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:

@@ -168,8 +168,13 @@ async def sse_events(
     """The events of a streamed body given as byte chunks (lines and events capped at
     ``max_bytes``, see :class:`SSEDecoder`)."""
     decoder = SSEDecoder(max_bytes=max_bytes)
-    async for chunk in chunks:
-        for event in decoder.feed(chunk):
-            yield event
+    try:
+        async for chunk in chunks:
+            for event in decoder.feed(chunk):
+                yield event
+    finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
     for event in decoder.close():
         yield event

@@ -3,7 +3,7 @@ errors, the name, and what telemetry reads (``gen_ai.provider.name``, ``cloud.re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -155,10 +155,16 @@ class VertexPlatform(VendorProvider):
         await self._google.ready()
         return await super().post_json(url, payload)
 
-    async def post_events(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[SSEEvent]:
+    async def post_events(
+        self, url: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[SSEEvent, None]:
         await self._google.ready()
-        async for event in super().post_events(url, payload):
-            yield event
+        events = super().post_events(url, payload)
+        try:
+            async for event in events:
+                yield event
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await events.aclose()
 
 
 class VertexSpec(ProviderSpec):

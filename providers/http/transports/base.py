@@ -224,13 +224,16 @@ class LibraryStream:
         with ReadingBody(self._url):
             return await self._whole()
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         encoding = self.headers.get("content-encoding")
+        # Without a deadline the library's own total timeout (set for streams too) ends it.
+        chunks = bounded_chunks(self._raw(), encoding, self._max_bytes, self._deadline)
         with ReadingBody(self._url):
-            # Without a deadline the library's own total timeout (set for streams too) ends it.
-            chunks = bounded_chunks(self._raw(), encoding, self._max_bytes, self._deadline)
-            async for data in chunks:
-                yield data
+            try:
+                async for data in chunks:
+                    yield data
+            finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+                await chunks.aclose()
 
 
 class ReadingBody:

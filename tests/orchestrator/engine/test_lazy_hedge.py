@@ -96,3 +96,25 @@ async def test_many_calls_in_flight_mixing_answered_hedged_and_cut(clock: FakeCl
         assert reasons == ([None] if i % 3 == 0 else ["hedge_lost", None]), i
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
     assert len(asyncio.all_tasks()) == 1
+
+
+async def test_a_first_child_that_waits_but_answers_in_time_makes_no_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing waits on the race's "changed" event unless a watcher runs: none is made.
+    made: list[object] = []
+
+    class Counted(asyncio.Event):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    async def answer(request: Request) -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    monkeypatch.setattr(asyncio, "Event", Counted)
+    agent = FallbackAgent([FunctionProvider(answer, name="a"), FunctionProvider(answer, name="b")])
+    results = await asyncio.gather(*(agent.run("hi") for _ in range(20)))
+    assert {r.handled_by for r in results} == {"a"}
+    assert made == []
