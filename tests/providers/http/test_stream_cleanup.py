@@ -24,7 +24,7 @@ from orchestrator.types import Request
 from providers.simulator import SimulatedServer
 from tests.providers.http.test_http_matrix import make
 
-ROUTES = ("openai", "anthropic", "gemini", "vertex_anthropic", "vertex_gemini")
+ROUTES = ("openai", "anthropic", "gemini", "vertex_anthropic", "vertex_gemini", "bedrock")
 TRANSPORTS = ("aiohttp", "reqwest")
 
 
