@@ -389,7 +389,7 @@ class Run:
                 )
         # Every child at its limit: the caller is rate limited, told when one frees.
         raise every_child_full(attempts) or FallbackError(
-            attempts, name=agent.name, untried=untried
+            attempts, name=agent.name, untried=untried, order=self.order, arm=self.arm
         )
 
 
