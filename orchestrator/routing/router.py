@@ -34,7 +34,12 @@ class Keys:
     and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
     not given). Nested chains see the keys of the run they are part of."""
 
-    __slots__ = ("affinity", "made", "split")
+    # Class defaults, set on the instance once used (a run per call: the fewer set, the better).
+    made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
+    #: The router that found ``kept`` holding the affinity key, synced with the state
+    #: lately: a turn it serves changes nothing there (:meth:`Router.served`).
+    kept_by: Router | None = None
+    kept: str | None = None
 
     def __init__(self, affinity: str | None, split_key: str | None) -> None:
         """The keys of a run, checked (``split_key`` None: the affinity key splits)."""
@@ -45,7 +50,6 @@ class Keys:
         elif split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
             check_key(split_key, "split_key")
         self.affinity, self.split = affinity, split_key
-        self.made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
 
     def digest(self, agent: str) -> str:
         """The stored form of the affinity key for the agent named ``agent``."""
@@ -112,7 +116,7 @@ class Router:
         self.owners: dict[str, str] | None = None  # provider name -> child name (lazy)
         #: An order of the agent's children -> their names (``router.names[order]``).
         self.names = Names()
-        #: What this router last read or wrote for each recent affinity key (:class:`Held`).
+        #: What this router knows of each recent affinity key (:class:`Held`).
         self.recent: dict[int, Held] = {}
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
@@ -127,8 +131,8 @@ class Router:
     @affinity_ttl.setter
     def affinity_ttl(self, ttl: float) -> None:
         self._ttl = ttl
-        #: How long what this router read or wrote for a key stands (seconds): a turn
-        #: within it trusts that; a key lasts at least 99% of its ttl after its last turn.
+        #: How long what this router read of a key stands (seconds): the turns within it
+        #: trust that; a key lasts at least 99% of its ttl after its last turn.
         self.touch_every = min(TOUCH_EVERY, ttl / 100)
 
     def state(self, agent: FallbackAgent) -> RoutingState:
@@ -153,21 +157,22 @@ class Router:
         return ranked, self.arms[agent.members.index(ranked[0])]
 
     def holder(self, agent: FallbackAgent, keys: Keys, peek: bool) -> str | None:
-        """The child holding ``keys.affinity``: read from the state at most once per
-        :attr:`touch_every` for a key (a busy conversation's turns ask this router's
-        memory); ``peek`` reads without remembering."""
-        assert keys.affinity is not None
+        """The child holding ``keys.affinity``. The state is read at most once per
+        :attr:`touch_every` for a key (and the turn that reads it writes it back, which
+        refreshes its time to live); the turns between trust this router's memory.
+        ``peek`` reads without remembering."""
         now = agent.clock.now()
         held = self.recent.get(hash(keys.affinity))
-        if held is not None and 0.0 <= now - held.read < self.touch_every:
+        if held is not None and 0.0 <= now - held.synced < self.touch_every:
+            if not peek:
+                keys.kept_by, keys.kept = self, held.child
             return held.child
+        assert keys.affinity is not None
         digest = keys.digest(agent.name) if held is None else held.digest
         child = (self.found or self.state(agent)).affinity(digest)
         if not peek:
             held = held or self._remember(keys.affinity, digest)
-            if held.child != child:  # moved elsewhere (another replica), or expired
-                held.child, held.touched = child, -math.inf
-            held.read = now
+            held.child, held.synced = child, now
         return child
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
@@ -179,28 +184,23 @@ class Router:
 
     def served(self, agent: FallbackAgent, keys: Keys, provider: str | None) -> None:
         """The run succeeded through ``provider``: the key's calls go to its child next.
-        The state is written when the key moves, and otherwise at most once per
-        :attr:`touch_every` (that refreshes its time to live)."""
+        Written to the state when the key moves, or on the turn that read it (which
+        refreshes its time to live); otherwise nothing changes."""
+        if keys.kept_by is self and keys.kept == provider:
+            return  # the usual turn: the holder (a provider) served, synced lately
         if provider is None or keys.affinity is None or self.arms is not None:
             return
         owners = self.owners
         if owners is None:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
-        if child is None:
+        if child is None or (keys.kept_by is self and keys.kept == child):
             return
-        now = agent.clock.now()
         held = self.recent.get(hash(keys.affinity))
-        if (
-            held is not None
-            and held.child == child
-            and 0.0 <= now - held.touched < self.touch_every
-        ):
-            return
         digest = keys.digest(agent.name) if held is None else held.digest
         (self.found or self.state(agent)).keep(digest, child, self._ttl)
         held = held or self._remember(keys.affinity, digest)
-        held.child, held.read, held.touched = child, now, now
+        held.child = child
 
     def _remember(self, key: str, digest: str) -> Held:
         """A new :class:`Held` for ``key`` (by its hash: the key itself is never kept)."""
@@ -213,21 +213,23 @@ class Router:
 
 #: Affinity keys a router remembers (what it last read or wrote); emptied when full.
 MAX_RECENT = 4096
-#: How often (seconds) a conversation's key is read from or written to the state, at
-#: most: a turn within this of the last one trusts what this router read or wrote.
+#: How often (seconds) a conversation's key is read from the state and written back (its
+#: ttl refreshed), at most; a turn within this of that one trusts this router's memory.
 TOUCH_EVERY = 1.0
 
 
 class Held:
-    """What a router knows of one affinity key: its digest, the child holding it, when
-    that was read from the state, and when this router last wrote it there."""
+    """What a router knows of one affinity key: its digest, the child holding it, and when
+    this router last read it from the state (remembered by the key's in-process hash;
+    two keys whose hashes collide, which needs the process's secret seed to aim, would
+    share one for a second)."""
 
-    __slots__ = ("child", "digest", "read", "touched")
+    __slots__ = ("child", "digest", "synced")
 
     def __init__(self, digest: str) -> None:
         self.digest = digest
         self.child: str | None = None
-        self.read = self.touched = -math.inf
+        self.synced = -math.inf
 
     def __repr__(self) -> str:
         return f"Held(child={self.child!r})"
