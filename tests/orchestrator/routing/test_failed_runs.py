@@ -5,7 +5,6 @@ FallbackError (which still holds no request text, and pickles)."""
 from __future__ import annotations
 
 import pickle
-import random
 
 import pytest
 
@@ -21,6 +20,13 @@ def _down(clock: FakeClock, *names: str) -> list[Timed]:
     for kid in kids:
         kid.down = True
     return kids
+
+
+def _split(clock: FakeClock, experiment: float) -> Split:
+    """An A/B split of two children that fail (opus: the experiment, sonnet: control)."""
+    weights = {"experiment": experiment, "control": 1 - experiment}
+    kids = _down(clock, "opus", "sonnet")
+    return Split(weights, children=kids, hedge_after=None, clock=clock, max_retries=0)
 
 
 async def _failure(agent: FallbackAgent, **kw: str) -> FallbackError:
@@ -45,14 +51,7 @@ async def test_a_plain_chains_error_names_the_order_it_used(clock: FakeClock) ->
 
 
 async def test_a_splits_error_names_its_arm_and_order(clock: FakeClock) -> None:
-    split = Split(
-        {"experiment": 0.5, "control": 0.5},
-        children=_down(clock, "opus", "sonnet"),
-        hedge_after=None,
-        clock=clock,
-        max_retries=0,
-        rng=random.Random(3),
-    )
+    split = _split(clock, 0.5)
     seen = set()
     for i in range(20):
         error = await _failure(split, split_key=f"user-{i}")
@@ -63,13 +62,7 @@ async def test_a_splits_error_names_its_arm_and_order(clock: FakeClock) -> None:
 
 
 async def test_a_nested_splits_arm_reaches_the_outer_chains_error(clock: FakeClock) -> None:
-    split = Split(
-        {"experiment": 0.1, "control": 0.9},
-        children=_down(clock, "opus", "sonnet"),
-        hedge_after=None,
-        clock=clock,
-        max_retries=0,
-    )
+    split = _split(clock, 0.1)
     agent = FallbackAgent(
         [split, *_down(clock, "haiku")], hedge_after=None, clock=clock, max_retries=0
     )
