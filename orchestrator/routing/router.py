@@ -164,7 +164,7 @@ class Router:
         now = agent.clock.now()
         held = self.recent.get(hash(keys.affinity))
         if held is not None and 0.0 <= now - held.synced < self.touch_every:
-            if not peek:
+            if not peek and not held.owed:
                 keys.kept_by, keys.kept = self, held.child
             return held.child
         assert keys.affinity is not None
@@ -172,7 +172,7 @@ class Router:
         child = (self.found or self.state(agent)).affinity(digest)
         if not peek:
             held = held or self._remember(keys.affinity, digest)
-            held.child, held.synced = child, now
+            held.child, held.synced, held.owed = child, now, True
         return child
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
@@ -194,13 +194,15 @@ class Router:
         if owners is None:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
-        if child is None or (keys.kept_by is self and keys.kept == child):
+        if child is None:
             return
         held = self.recent.get(hash(keys.affinity))
+        if held is not None and held.child == child and not held.owed:
+            return  # (a nested chain's turn: its inner level set ``keys.kept``)
         digest = keys.digest(agent.name) if held is None else held.digest
         (self.found or self.state(agent)).keep(digest, child, self._ttl)
         held = held or self._remember(keys.affinity, digest)
-        held.child = child
+        held.child, held.owed = child, False
 
     def _remember(self, key: str, digest: str) -> Held:
         """A new :class:`Held` for ``key`` (by its hash: the key itself is never kept)."""
@@ -224,12 +226,14 @@ class Held:
     two keys whose hashes collide, which needs the process's secret seed to aim, would
     share one for a second)."""
 
-    __slots__ = ("child", "digest", "synced")
+    __slots__ = ("child", "digest", "owed", "synced")
 
     def __init__(self, digest: str) -> None:
         self.digest = digest
         self.child: str | None = None
         self.synced = -math.inf
+        #: The turn that read the state writes the key back (its ttl refreshed).
+        self.owed = False
 
     def __repr__(self) -> str:
         return f"Held(child={self.child!r})"

@@ -197,3 +197,26 @@ async def test_a_conversations_turns_read_and_write_the_store_once_a_second(
     await agent.run("hi", affinity="conversation-1")
     assert writes[-1] == "b" and store.routing.affinity(reads[0]) == "b"
     assert "conversation-1" not in repr(agent.router.recent)  # remembered by hash only
+
+
+async def test_a_nested_chains_turns_write_the_store_once_a_second_at_each_level(
+    clock: FakeClock,
+) -> None:
+    store = MemoryHealthStore(clock=clock)
+    inner = FallbackAgent(_kids()[:2], health=store, hedge_after=None, clock=clock, name="inner")
+    outer = FallbackAgent([inner, Instant("c")], health=store, hedge_after=None, clock=clock)
+    writes: list[str] = []
+    keep = store.routing.keep
+
+    def write(digest: str, child: str, ttl: float) -> None:
+        writes.append(child)
+        keep(digest, child, ttl)
+
+    store.routing.keep = write  # type: ignore[method-assign]
+    for _ in range(50):
+        assert (await outer.run("hi", affinity="conversation-1")).handled_by == "a"
+        clock.advance(0.01)
+    assert sorted(writes) == ["a", "inner"]  # main: 50 of each
+    clock.advance(1.0)
+    await outer.run("hi", affinity="conversation-1")
+    assert sorted(writes) == ["a", "a", "inner", "inner"]  # the ttl refreshed, at each level
