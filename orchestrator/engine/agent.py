@@ -209,7 +209,7 @@ class FallbackAgent(KeywordChecked):
         ``timeout`` overrides the agent's whole-run timeout for this call.
         ``affinity`` / ``split_key`` route by key (:mod:`orchestrator.routing`).
         """
-        keys = None if affinity is None and split_key is None else Keys.of(affinity, split_key)
+        keys = None if affinity is None and split_key is None else Keys(affinity, split_key)
         run = Run.start(self, _as_request(request), schema, timeout, keys=keys)
         return await run.execute()
 

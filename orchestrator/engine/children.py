@@ -102,9 +102,7 @@ class ProviderChild:
         finally:
             report_call(run, name)
             if routing is not None:
-                log = run.log
-                took = log.attempts[-1].duration if log.attempts else 0.0
-                call_ended(run, routing, name, took, outcome, log.first_at, log.began)
+                call_ended(run, routing, name, outcome)
             if isinstance(ticket, capacity.Ticket):
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
@@ -245,8 +243,7 @@ class ChainChild:
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
             if routing is not None:
-                took, log = inner.elapsed(), inner.log
-                call_ended(run, routing, self.name, took, outcome, log.first_at, log.started)
+                call_ended(run, routing, self.name, outcome, inner)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

@@ -85,7 +85,7 @@ class Run:
         self.members = agent.members if members is None else members
         #: Their names (on the Result), the routing keys, the split arm (:mod:`.serving`).
         plain = members is None or members is agent.members  # a hedge lane passes the run's
-        self.order = agent.names if plain else agent.router.names_of(self.members)
+        self.order = agent.names if plain else agent.router.names[self.members]
         self.keys: Keys | None = None
         self.arm: str | None = None
         self.deadline, self.attempt_limit, self.delivery = deadline, attempt_limit, delivery
@@ -389,7 +389,7 @@ class Run:
                 )
         # Every child at its limit: the caller is rate limited, told when one frees.
         raise every_child_full(attempts) or FallbackError(
-            attempts, name=agent.name, untried=untried
+            attempts, name=agent.name, untried=untried, order=self.order, arm=self.arm
         )
 
 

@@ -59,17 +59,18 @@ def route(
     explanation) changes nothing: the next run draws what it shows.
     """
     router = agent.router
-    if router.strategy is None:  # priority, with a key: the chain's order, no arm
-        ranked, arm = agent.members, None
-    else:
-        ranked, arm = router.rank(agent, request, keys, peek)
-    if keys is not None and keys.affinity is not None and router.arms is None:
-        held = router.state(agent).affinity(keys.digest(agent.name))
-        if held is not None and held != ranked[0].name:
-            child = next((m for m in ranked if m.name == held), None)
-            if child is not None and why_not(child, request, agent.health_store, agent) is None:
-                ranked = (child, *(m for m in ranked if m is not child))
-    return ranked, arm
+    if router.arms is not None:
+        return router.split(agent, request, keys, peek)
+    strategy = router.strategy
+    ranked = agent.members if strategy is None else strategy.rank(agent, request, peek, None)
+    if keys is None or keys.affinity is None:
+        return ranked, None
+    held = router.holder(agent, keys, peek)
+    if held is not None and held != router.names[ranked][0]:
+        child = next((m for m in ranked if m.name == held), None)
+        if child is not None and why_not(child, request, agent.health_store, agent) is None:
+            ranked = (child, *(m for m in ranked if m is not child))
+    return ranked, None
 
 
 def routed(run: Run) -> dict[str, Any]:

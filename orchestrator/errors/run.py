@@ -57,7 +57,9 @@ def _rebuild_hook_error(hook: str, message: str) -> HookError:
 
 
 class FallbackError(FailoverError):
-    """Every child failed. ``attempts`` lists every failed attempt, in order.
+    """Every child failed. ``attempts`` lists every failed attempt, in order; ``order``
+    and ``arm`` say, as on a :class:`~orchestrator.Result`, the order the run tried its
+    children in and the :class:`~orchestrator.Split` arm it was assigned to.
 
     ``str(err)`` reads ``All agents failed after N attempts (a: ServerError: HTTP
     503: upstream down (x3); b: AuthenticationFailed: no API key: ...)``: each
@@ -76,12 +78,22 @@ class FallbackError(FailoverError):
     overridable = False
 
     def __init__(
-        self, attempts: Sequence[Attempt], *, name: str | None = None, untried: Sequence[str] = ()
+        self,
+        attempts: Sequence[Attempt],
+        *,
+        name: str | None = None,
+        untried: Sequence[str] = (),
+        order: Sequence[str] = (),
+        arm: str | None = None,
     ) -> None:
         self.attempts: tuple[Attempt, ...] = tuple(attempts)
         self.name = name
         #: The children the run's deadline left without a single attempt.
         self.untried: tuple[str, ...] = tuple(untried)
+        #: As on a Result: the children in the order the run tried them, and the
+        #: :class:`~orchestrator.Split` arm the call was assigned to (or None).
+        self.order: tuple[str, ...] = tuple(order)
+        self.arm = arm
         super().__init__(self._summary())
 
     @property
@@ -95,10 +107,17 @@ class FallbackError(FailoverError):
         return summary(self.attempts, self.untried)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_fallback, (self.attempts, self.name, self.untried))
+        return (
+            _rebuild_fallback,
+            (self.attempts, self.name, self.untried, self.order, self.arm),
+        )
 
 
 def _rebuild_fallback(
-    attempts: Sequence[Attempt], name: str | None, untried: Sequence[str]
+    attempts: Sequence[Attempt],
+    name: str | None,
+    untried: Sequence[str],
+    order: Sequence[str] = (),
+    arm: str | None = None,
 ) -> FallbackError:
-    return FallbackError(attempts, name=name, untried=untried)
+    return FallbackError(attempts, name=name, untried=untried, order=order, arm=arm)

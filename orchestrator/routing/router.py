@@ -7,6 +7,7 @@ and no affinity key the engine does not ask at all (:attr:`Router.plain`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.serving import Member
 
-__all__ = ["MAX_KEY_CHARS", "Keys", "Router", "check_key"]
+__all__ = ["MAX_KEY_CHARS", "TOUCH_EVERY", "Held", "Keys", "Names", "Router", "check_key"]
 
 #: Longer affinity or split keys are refused (a key names a conversation or a user).
 MAX_KEY_CHARS = 1024
@@ -33,11 +34,22 @@ class Keys:
     and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
     not given). Nested chains see the keys of the run they are part of."""
 
-    __slots__ = ("affinity", "made", "split")
+    # Class defaults, set on the instance once used (a run per call: the fewer set, the better).
+    made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
+    #: The router that found ``kept`` holding the affinity key, synced with the state
+    #: lately: a turn it serves changes nothing there (:meth:`Router.served`).
+    kept_by: Router | None = None
+    kept: str | None = None
 
-    def __init__(self, affinity: str | None, split: str | None) -> None:
-        self.affinity, self.split = affinity, split
-        self.made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
+    def __init__(self, affinity: str | None, split_key: str | None) -> None:
+        """The keys of a run, checked (``split_key`` None: the affinity key splits)."""
+        if affinity.__class__ is not str or not 0 < len(affinity) <= MAX_KEY_CHARS:
+            check_key(affinity, "affinity")  # says what is wrong (None is fine)
+        if split_key is None:
+            split_key = affinity
+        elif split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
+            check_key(split_key, "split_key")
+        self.affinity, self.split = affinity, split_key
 
     def digest(self, agent: str) -> str:
         """The stored form of the affinity key for the agent named ``agent``."""
@@ -50,14 +62,7 @@ class Keys:
     @classmethod
     def of(cls, affinity: str | None, split_key: str | None) -> Keys | None:
         """The keys of a run, checked; None when neither is given (the hot path)."""
-        if affinity is None and split_key is None:
-            return None
-        if affinity.__class__ is not str or not 0 < len(affinity) <= MAX_KEY_CHARS:
-            check_key(affinity, "affinity")  # says what is wrong (None is fine)
-        if split_key is None:
-            return cls(affinity, affinity)
-        check_key(split_key, "split_key")
-        return cls(affinity, split_key)
+        return None if affinity is None and split_key is None else cls(affinity, split_key)
 
     def __repr__(self) -> str:
         # Keys name users and conversations: never in a repr (a log line, a traceback's locals).
@@ -80,7 +85,7 @@ class Router:
     split, how long an affinity key lasts, and the state they read."""
 
     __slots__ = (
-        "affinity_ttl",
+        "_ttl",
         "arms",
         "counts",
         "found",
@@ -88,8 +93,10 @@ class Router:
         "own_state",
         "owners",
         "plain",
+        "recent",
         "strategy",
         "times",
+        "touch_every",
         "tracks",
     )
 
@@ -100,17 +107,33 @@ class Router:
         affinity_ttl: float = DEFAULT_AFFINITY_TTL,
         arms: tuple[str, ...] | None = None,
     ) -> None:
-        self.strategy, self.arms, self.affinity_ttl = strategy, arms, affinity_ttl
+        self.strategy, self.arms = strategy, arms
+        self.affinity_ttl = affinity_ttl  # (and touch_every)
         #: Neither a strategy nor a split: without keys the chain's own order, unasked.
         self.plain = strategy is None and arms is None
         self.own_state: MemoryRouting | None = None  # for an agent without a store
         self.found: RoutingState | None = None  # the state, once looked up
         self.owners: dict[str, str] | None = None  # provider name -> child name (lazy)
-        self.names: dict[tuple[Member, ...], tuple[str, ...]] = {}  # an order -> its names
+        #: An order of the agent's children -> their names (``router.names[order]``).
+        self.names = Names()
+        #: What this router knows of each recent affinity key (:class:`Held`).
+        self.recent: dict[int, Held] = {}
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
         self.tracks = self.counts or self.times
+
+    @property
+    def affinity_ttl(self) -> float:
+        """Seconds without a turn after which an affinity key is forgotten."""
+        return self._ttl
+
+    @affinity_ttl.setter
+    def affinity_ttl(self, ttl: float) -> None:
+        self._ttl = ttl
+        #: How long what this router read of a key stands (seconds): the turns within it
+        #: trust that; a key lasts at least 99% of its ttl after its last turn.
+        self.touch_every = min(TOUCH_EVERY, ttl / 100)
 
     def state(self, agent: FallbackAgent) -> RoutingState:
         """The health store's routing state (shared by its users), else the agent's own."""
@@ -122,49 +145,109 @@ class Router:
             found = self.found = shared
         return found
 
-    def rank(
+    def split(
         self, agent: FallbackAgent, request: Any, keys: Keys | None, peek: bool
-    ) -> tuple[tuple[Member, ...], str | None]:
-        """The strategy's order of ``agent``'s children and the split arm (None: no split)."""
-        members = agent.members
-        strategy = self.strategy
-        if strategy is None:
-            return members, None
-        arms = self.arms
-        if arms is None:
-            return strategy.rank(members, request, agent, peek, None), None
+    ) -> tuple[tuple[Member, ...], str]:
+        """A split's order of ``agent``'s children and the arm drawn (by key, else by rng)."""
+        assert self.strategy is not None and self.arms is not None
         draw = None
         if keys is not None and keys.split is not None:
             draw = int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
-        ranked = strategy.rank(members, request, agent, peek, draw)
-        return ranked, arms[members.index(ranked[0])]
+        ranked = self.strategy.rank(agent, request, peek, draw)
+        return ranked, self.arms[agent.members.index(ranked[0])]
 
-    def names_of(self, members: tuple[Member, ...]) -> tuple[str, ...]:
-        """The names of ``members`` (an order of the agent's children), made once per order."""
-        names = self.names.get(members)
-        if names is None:
-            names = tuple(m.name for m in members)
-            if len(self.names) < 256:  # orders of a few children: a handful
-                self.names[members] = names
-        return names
+    def holder(self, agent: FallbackAgent, keys: Keys, peek: bool) -> str | None:
+        """The child holding ``keys.affinity``. The state is read at most once per
+        :attr:`touch_every` for a key (and the turn that reads it writes it back, which
+        refreshes its time to live); the turns between trust this router's memory.
+        ``peek`` reads without remembering."""
+        now = agent.clock.now()
+        held = self.recent.get(hash(keys.affinity))
+        if held is not None and 0.0 <= now - held.synced < self.touch_every:
+            if not peek and not held.owed:
+                keys.kept_by, keys.kept = self, held.child
+            return held.child
+        assert keys.affinity is not None
+        digest = keys.digest(agent.name) if held is None else held.digest
+        child = (self.found or self.state(agent)).affinity(digest)
+        if not peek:
+            held = held or self._remember(keys.affinity, digest)
+            held.child, held.synced, held.owed = child, now, True
+        return child
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
-        """The digest of ``keys.affinity`` for this agent and the child holding it."""
+        """The digest of ``keys.affinity`` for this agent and the child the state holds for
+        it now (read from the state, not this router's memory)."""
         assert keys.affinity is not None
         digest = keys.digest(agent.name)
         return digest, self.state(agent).affinity(digest)
 
     def served(self, agent: FallbackAgent, keys: Keys, provider: str | None) -> None:
-        """The run succeeded through ``provider``: the key's calls go to its child next."""
+        """The run succeeded through ``provider``: the key's calls go to its child next.
+        Written to the state when the key moves, or on the turn that read it (which
+        refreshes its time to live); otherwise nothing changes."""
+        if keys.kept_by is self and keys.kept == provider:
+            return  # the usual turn: the holder (a provider) served, synced lately
         if provider is None or keys.affinity is None or self.arms is not None:
             return
         owners = self.owners
         if owners is None:
             owners = self.owners = _owners(agent.members)
         child = owners.get(provider)
-        if child is not None:
-            state = self.found or self.state(agent)
-            state.keep(keys.digest(agent.name), child, self.affinity_ttl)
+        if child is None:
+            return
+        held = self.recent.get(hash(keys.affinity))
+        if held is not None and held.child == child and not held.owed:
+            return  # (a nested chain's turn: its inner level set ``keys.kept``)
+        digest = keys.digest(agent.name) if held is None else held.digest
+        (self.found or self.state(agent)).keep(digest, child, self._ttl)
+        held = held or self._remember(keys.affinity, digest)
+        held.child, held.owed = child, False
+
+    def _remember(self, key: str, digest: str) -> Held:
+        """A new :class:`Held` for ``key`` (by its hash: the key itself is never kept)."""
+        recent = self.recent
+        if len(recent) >= MAX_RECENT:
+            recent.clear()  # bounded, lock-free: the next turns read the state again
+        held = recent[hash(key)] = Held(digest)
+        return held
+
+
+#: Affinity keys a router remembers (what it last read or wrote); emptied when full.
+MAX_RECENT = 4096
+#: How often (seconds) a conversation's key is read from the state and written back (its
+#: ttl refreshed), at most; a turn within this of that one trusts this router's memory.
+TOUCH_EVERY = 1.0
+
+
+class Held:
+    """What a router knows of one affinity key: its digest, the child holding it, and when
+    this router last read it from the state (remembered by the key's in-process hash;
+    two keys whose hashes collide, which needs the process's secret seed to aim, would
+    share one for a second)."""
+
+    __slots__ = ("child", "digest", "owed", "synced")
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+        self.child: str | None = None
+        self.synced = -math.inf
+        #: The turn that read the state writes the key back (its ttl refreshed).
+        self.owed = False
+
+    def __repr__(self) -> str:
+        return f"Held(child={self.child!r})"
+
+
+class Names(dict[tuple["Member", ...], tuple[str, ...]]):
+    """An order of an agent's children -> their names, each made on first use (orders
+    of a few children: a handful; past 256 they are made each time, not kept)."""
+
+    def __missing__(self, members: tuple[Member, ...]) -> tuple[str, ...]:
+        names = tuple(m.name for m in members)
+        if len(self) < 256:
+            self[members] = names
+        return names
 
 
 def _owners(members: Sequence[Any], depth: int = 0) -> dict[str, str]:

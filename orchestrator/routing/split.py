@@ -54,7 +54,8 @@ class Split(FallbackAgent):
         super().__init__(children, name=name, **settings)
         weights = check_weights(dict(zip(labels, arms.values(), strict=True)), labels, "Split")
         self.arms = dict(zip(labels, weights, strict=True))
-        self.router = Router(Weighted(weights), affinity_ttl=self.router.affinity_ttl, arms=labels)
+        strategy = Weighted(weights, self.members)
+        self.router = Router(strategy, affinity_ttl=self.router.affinity_ttl, arms=labels)
 
     def __repr__(self) -> str:
         return f"Split({self.arms!r}, children={[c.name for c in self.children]!r})"

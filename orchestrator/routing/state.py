@@ -120,45 +120,44 @@ class MemoryRouting:
         self.busy: dict[str, int] = {}
         self.averages: dict[str, tuple[float, float]] = {}  # child -> (average, sampled at)
         self.explorations: dict[str, float] = {}  # child -> when a run last explored it
-        #: child -> (average, last sampled or explored): what ``latency`` answers, kept
-        #: ready (it is read for every child on every call).
-        self.figures: dict[str, tuple[float, float]] = {}
         self.keys: OrderedDict[str, tuple[str, float]] = OrderedDict()  # digest -> child, until
         self._lock = threading.Lock()
 
     def began(self, child: str) -> None:
-        self.busy[child] = self.busy.get(child, 0) + 1
+        busy = self.busy
+        busy[child] = busy.get(child, 0) + 1
 
     def ended(self, child: str) -> None:
-        self.busy[child] = max(0, self.busy.get(child, 0) - 1)
+        busy = self.busy
+        n = busy.get(child, 0)
+        busy[child] = n - 1 if n > 0 else 0
 
     def in_flight(self, child: str) -> int:
         return self.busy.get(child, 0)
 
     def observe(self, child: str, seconds: float) -> None:
+        """The average moves toward ``seconds``: the old one weighs ``1 - ALPHA``, less when
+        it is old (halved every :data:`HALF_LIFE` seconds since it last moved), nothing
+        after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is
+        now). Asked on every call of a ``latency`` agent, so it does only that."""
         now = self.clock.now()
-        figure = (decayed(self.averages.get(child), seconds, now), now)
-        self.averages[child] = figure
-        explored = self.explorations.get(child)  # (what refigure does, inline: every call)
-        self.figures[child] = (
-            figure if explored is None or explored < now else (figure[0], explored)
-        )
+        known = self.averages.get(child)
+        if known is not None:
+            age = now - known[1]
+            if age < FORGET_AFTER:
+                keep = _KEEP * 0.5 ** (age / HALF_LIFE) if age > 0.0 else _KEEP
+                seconds = keep * known[0] + (1.0 - keep) * seconds
+        self.averages[child] = (seconds, now)
 
     def latency(self, child: str) -> tuple[float, float] | None:
-        return self.figures.get(child)
+        # Asked for each child when a ``latency`` agent ranks (every 50 ms while busy).
+        known, explored = self.averages.get(child), self.explorations.get(child)
+        if known is None:
+            return None if explored is None else (math.inf, explored)
+        return known if explored is None or explored <= known[1] else (known[0], explored)
 
     def explored(self, child: str) -> None:
         self.explorations[child] = self.clock.now()
-        self.refigure(child)
-
-    def refigure(self, child: str) -> None:
-        """Make ``child``'s :meth:`latency` answer from its average and exploration."""
-        known, explored = self.averages.get(child), self.explorations.get(child)
-        if known is None:
-            if explored is not None:
-                self.figures[child] = (math.inf, explored)
-            return
-        self.figures[child] = (known[0], known[1] if explored is None else max(known[1], explored))
 
     def affinity(self, digest: str) -> str | None:
         held = self.keys.get(digest)
@@ -177,20 +176,6 @@ class MemoryRouting:
 
     def __repr__(self) -> str:
         return f"MemoryRouting(children={len(self.averages)}, keys={len(self.keys)})"
-
-
-def decayed(known: tuple[float, float] | None, sample: float, now: float) -> float:
-    """The average after ``sample`` at ``now``: the old one weighs ``1 - ALPHA``, less
-    when it is old (halved every :data:`HALF_LIFE` seconds since it was last moved), nothing
-    after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is now)."""
-    if known is None:
-        return sample
-    average, at = known
-    age = now - at
-    if age >= FORGET_AFTER:
-        return sample
-    keep = _KEEP * 0.5 ** (age / HALF_LIFE) if age > 0.0 else _KEEP
-    return keep * average + (1.0 - keep) * sample
 
 
 _KEEP = 1.0 - ALPHA

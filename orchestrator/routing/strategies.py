@@ -17,9 +17,9 @@ goes first, never who is left out, so failover still reaches every child.
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -62,8 +62,9 @@ OUTPUT_GUESS = 512
 class Strategy(Protocol):
     """One order strategy bound to an agent's children (``members``, in chain order).
 
-    ``rank`` is asked once per run: ``agent`` gives the routing state
-    (``agent.router.state(agent)``), the clock and the seeded ``rng``; ``draw`` is a
+    ``rank`` is asked once per run: ``agent`` gives its children in chain order
+    (``agent.members``), the routing state (``agent.router.state(agent)``), the
+    clock and the seeded ``rng``; ``draw`` is a
     key's hash in [0, 1) for a split (the same key, the same draw); ``peek`` marks an
     explanation, which changes nothing (the next run draws what it shows).
     """
@@ -73,14 +74,12 @@ class Strategy(Protocol):
     counts: bool
     times: bool
 
-    def rank(
-        self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw
-    ) -> Order: ...
+    def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order: ...
 
 
 class Weighted:
-    """The first child drawn by weight (``weights`` by child name, or positional for a
-    split); the others follow in chain order.
+    """The first child drawn by weight (``weights`` aligned with ``members``, the agent's
+    children); the others follow in chain order.
 
     Without a key the draws are a low-discrepancy sequence (golden-ratio steps from
     a start drawn from the agent's ``rng``): every window of calls lands within a
@@ -89,40 +88,42 @@ class Weighted:
 
     name = "weighted"
     counts = times = False
-    __slots__ = ("cumulative", "last", "next", "orders", "total")
+    __slots__ = ("bounds", "cumulative", "next", "orders")
 
-    def __init__(self, weights: Sequence[float]) -> None:
+    def __init__(self, weights: Sequence[float], members: Order) -> None:
         running, self.cumulative = 0.0, []
         for w in weights:
             running += w
             self.cumulative.append(running)
-        self.total = running
-        self.last = len(self.cumulative) - 1
+        #: Where each child's share of [0, 1) ends (the last is 1.0 exactly): a draw is
+        #: looked up as it is, not scaled first.
+        self.bounds = [c / running for c in self.cumulative]
         self.next: float | None = None  # the next draw (the first from the agent's rng)
-        #: The order with each child first (made on first use: the agent's children).
-        self.orders: tuple[Order, ...] = ()
+        #: The order with each child first; the last once more, for a draw of 1.0 (a key's
+        #: hash may round up to it).
+        orders = [(m, *members[:i], *members[i + 1 :]) for i, m in enumerate(members)]
+        self.orders: tuple[Order, ...] = (*orders, orders[-1])
 
-    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
+    def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         """The order whose first child ``draw`` (a key's hash) picks, else the next step
         of the sequence (``peek``: shown, not taken)."""
         if draw is None:
             draw = self.next
             if draw is None:
-                rng = agent.rng
-                if peek:  # the draw the next run will make, not taken from the agent's rng
-                    rng = random.Random()
-                    rng.setstate(agent.rng.getstate())
-                draw = rng.random()
+                draw = _start(agent, peek)
             if not peek:
                 self.next = (draw + _GOLDEN) % 1.0
-        orders = self.orders
-        if not orders:
-            n = len(members)
-            orders = self.orders = tuple(
-                (members[i], *members[:i], *members[i + 1 :]) for i in range(n)
-            )
-        at = bisect.bisect_right(self.cumulative, draw * self.total)
-        return orders[at if at < self.last else self.last]
+        return self.orders[bisect_right(self.bounds, draw)]
+
+
+def _start(agent: Agent, peek: bool) -> float:
+    """A sequence's first draw, from the agent's ``rng`` (``peek``: the draw the next run
+    will make, not taken from it)."""
+    rng = agent.rng
+    if peek:
+        rng = random.Random()
+        rng.setstate(agent.rng.getstate())
+    return rng.random()
 
 
 class LeastBusy:
@@ -135,15 +136,16 @@ class LeastBusy:
     def __init__(self) -> None:
         self.orders: dict[tuple[int, ...], Order] = {}
 
-    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
-        router, names = agent.router, agent.names  # (``members`` are the agent's own)
+    def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
+        router, names = agent.router, agent.names
         busy = (router.found or router.state(agent)).in_flight
         if not busy(names[0]):
-            return members  # the first is idle: none is less busy (the usual case)
+            return agent.members  # the first is idle: none is less busy (the usual case)
         counts = [busy(name) for name in names]
         if min(counts) == counts[0]:
-            return members  # the first is among the least busy: chain order
-        return ordered(members, sorted(range(len(members)), key=counts.__getitem__), self.orders)
+            return agent.members  # the first is among the least busy: chain order
+        ranked = sorted(range(len(names)), key=counts.__getitem__)
+        return ordered(agent.members, ranked, self.orders)
 
 
 class LatencyFirst:
@@ -152,35 +154,38 @@ class LatencyFirst:
     run at once).
 
     The order is recomputed at most every :data:`RERANK_AFTER` seconds (busy agents
-    reuse it: figures move little in 50 ms); an exploration is never reused.
+    reuse it: figures move little in 50 ms, and nothing is sorted meanwhile); an
+    exploration is never reused.
     """
 
     name = "latency"
     counts, times = False, True
-    __slots__ = ("explore_after", "last", "orders")
+    __slots__ = ("explore_after", "made", "order", "orders")
 
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
         self.orders: dict[tuple[int, ...], Order] = {}
-        self.last: tuple[float, Order] | None = None  # when the last order was made, and it
+        self.order: Order | None = None  # the last order made, reused until made + RERANK_AFTER
+        self.made = -math.inf
 
-    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
+    def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         now = agent.clock.now()
-        last = self.last
-        if last is not None and 0.0 <= now - last[0] < RERANK_AFTER:
-            return last[1]
-        order, explored = self._rank(members, agent, now, peek)
+        order = self.order
+        if order is not None and 0.0 <= now - self.made < RERANK_AFTER:
+            return order
+        order, explored = self._rank(agent, now, peek)
         if not peek:
-            self.last = None if explored else (now, order)
+            self.order, self.made = (None, -math.inf) if explored else (order, now)
         return order
 
-    def _rank(self, members: Order, agent: Agent, now: float, peek: bool) -> tuple[Order, bool]:
+    def _rank(self, agent: Agent, now: float, peek: bool) -> tuple[Order, bool]:
         """The order by the figures now, and whether it explores a stale child."""
+        members = agent.members
         state = agent.router.state(agent)
         latency, horizon = state.latency, now - self.explore_after
         scores: list[float] = []
         stalest, stalest_at = -1, math.inf
-        for i, name in enumerate(agent.names):  # (``members`` are the agent's own)
+        for i, name in enumerate(agent.names):
             known = latency(name)
             if known is None:
                 at, score = -math.inf, math.inf
@@ -216,12 +221,12 @@ class Cost:
             if by_in == by_out:
                 self.flat = tuple(members[i] for i in by_in)
 
-    def rank(self, members: Order, request: Request, agent: Agent, peek: bool, draw: Draw) -> Order:
+    def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         if self.flat is not None:
             return self.flat
         tokens = (input_tokens_estimate(request), request.max_tokens or OUTPUT_GUESS)
         costs = [_cost(p, tokens) for p in self.prices]
-        return ordered(members, sorted(range(len(members)), key=costs.__getitem__), {})
+        return ordered(agent.members, sorted(range(len(costs)), key=costs.__getitem__), {})
 
 
 def ordered(members: Order, ranked: list[int], made: dict[tuple[int, ...], Order]) -> Order:
@@ -283,7 +288,7 @@ def strategy_for(
     if weights is not None and order != "weighted":
         raise ValueError(f"weights: given with order={order!r}; weights need order='weighted'")
     if order == "weighted":
-        return Weighted(check_weights(weights, names, "weights"))
+        return Weighted(check_weights(weights, names, "weights"), tuple(members))
     if order == "least_busy":
         return LeastBusy()
     if order == "latency":

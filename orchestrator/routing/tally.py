@@ -24,11 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["call_began", "call_ended"]
 
 
-def call_began(run: Run, name: str) -> RoutingState | None:
-    """A call to child ``name`` starts; the state to tell when it ends (None: nothing)."""
+def call_began(run: Run, name: str) -> RoutingState:
+    """A call to child ``name`` starts (the engine asks when ``router.tracks``); the state
+    to tell when it ends."""
     router = run.agent.router
-    if not router.tracks:
-        return None
     state = router.found or router.state(run.agent)
     if router.counts:
         state.began(name)
@@ -36,25 +35,27 @@ def call_began(run: Run, name: str) -> RoutingState | None:
 
 
 def call_ended(
-    run: Run,
-    state: RoutingState,
-    name: str,
-    took: float,
-    outcome: object = None,
-    first_at: float | None = None,
-    since: float = 0.0,
+    run: Run, state: RoutingState, name: str, outcome: object, inner: Run | None = None
 ) -> None:
-    """The call to ``name`` ended after ``took`` seconds with ``outcome`` (None: cancelled);
-    its answer's first content came at ``first_at`` (clock time; None: it came whole),
-    counted from ``since`` (when the answering attempt, or a nested chain's run, began)."""
+    """The call to ``name`` ended with ``outcome`` (None: cancelled): a provider's, timed by
+    its answering attempt (the last in ``run``'s log), or a nested chain's, by its ``inner``
+    run."""
     router = run.agent.router
     if router.counts:
         state.ended(name)
-    if not router.times or outcome is None:
+    if outcome is None or not router.times:
         return
-    if isinstance(outcome, Result):
-        state.observe(name, took if first_at is None else first_at - since)
+    log = run.log if inner is None else inner.log
+    if isinstance(outcome, Result):  # a sample: the time to its first content
+        first_at = log.first_at  # None: the answer came whole
+        if first_at is not None:
+            state.observe(name, first_at - (log.began if inner is None else log.started))
+        else:
+            state.observe(name, log.attempts[-1].duration if inner is None else inner.elapsed())
         return
+    took = (
+        inner.elapsed() if inner is not None else log.attempts[-1].duration if log.attempts else 0.0
+    )
     known = state.latency(name)
     average = known[0] if known is not None and math.isfinite(known[0]) else took
     state.observe(name, max(took, 2 * average))

@@ -169,12 +169,10 @@ class SharedRouting(MemoryRouting):
             mine = self.averages.get(latency[i])
             if mine is None or self._wall(mine[1]) < at:
                 self.averages[latency[i]] = (average, self._local(at))
-                self.refigure(latency[i])
         for i in range(0, len(explored), 2):
             at = self._local(float(explored[i + 1]))
             if at > self.explorations.get(explored[i], -1e18):
                 self.explorations[explored[i]] = at
-                self.refigure(explored[i])
         for i in range(0, len(listed), 4):
             digest, child, left, when = listed[i : i + 4]
             self._since = max(self._since, float(when))

@@ -5,17 +5,20 @@ while events are off; the system clock is ``time.monotonic`` itself."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import sys
 import time
 from typing import Any
 
 import pytest
 
-from orchestrator import FallbackAgent, Request, Response, events
+from orchestrator import FallbackAgent, Request, Response, Split, events
 from orchestrator.clock import SYSTEM_CLOCK
 from orchestrator.engine import run as run_module
 from orchestrator.health import MemoryHealthStore
 from orchestrator.routing import state as state_module
+from orchestrator.testing import FakeClock
 
 
 class Instant:
@@ -108,3 +111,112 @@ def test_the_system_clock_is_the_time_functions_themselves() -> None:
     # The engine asks the time several times per call: a method around them cost 0.3 us.
     assert SYSTEM_CLOCK.now is time.monotonic and SYSTEM_CLOCK.wall is time.time
     assert abs(SYSTEM_CLOCK.now() - time.monotonic()) < 1.0
+
+
+def _python_calls(run: Any) -> int:
+    """Python function calls (frames) made while ``run()``'s coroutine runs to its end
+    (the test's children answer at once: it never suspends), the fake clock's not counted
+    (the system clock's ``now`` is ``time.monotonic``, no frame)."""
+    frames = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal frames
+        frames += event == "call" and frame.f_code not in CLOCK_CODE
+
+    coroutine = run()
+    sys.setprofile(count)
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        pass
+    finally:
+        sys.setprofile(None)
+    return frames
+
+
+CLOCK_CODE = {FakeClock.now.__code__, FakeClock.wall.__code__}
+#: Python calls each strategy adds to a run over priority, at most (main: weighted 4,
+#: cost 4, split 5, least_busy 8, latency 8, affinity 11).
+ADDED_CALLS = {
+    "weighted": 2,  # the seam, the strategy
+    "cost": 2,
+    "split": 3,  # the seam, the split, its weighted draw
+    "least_busy": 7,  # ... and the first child's count, one began and one ended
+    "latency": 5,  # ... and one sample (the order is reused for 50 ms)
+    "affinity": 4,  # the keys, the seam, the holder, the served turn
+}
+
+
+async def test_each_strategy_adds_at_most_a_few_python_calls_per_run(clock: FakeClock) -> None:
+    store = MemoryHealthStore(clock=clock)
+
+    def chain(**kw: Any) -> FallbackAgent:
+        return FallbackAgent(_kids(), health=store, hedge_after=None, clock=clock, **kw)
+
+    runs: dict[str, Any] = {
+        order: functools.partial(chain(order=order).run, "hi")
+        for order in ("priority", "weighted", "cost", "least_busy", "latency")
+    }
+    runs["affinity"] = functools.partial(chain().run, "hi", affinity="conversation-1")
+    split = Split({"x": 0.5, "y": 0.5}, children=_kids()[:2], health=store, hedge_after=None)
+    runs["split"] = functools.partial(split.run, "hi")
+    for run in runs.values():
+        for _ in range(5):  # first runs explore, and make what later runs reuse
+            await run()
+    base = _python_calls(runs["priority"])
+    added = {name: _python_calls(run) - base for name, run in runs.items() if name != "priority"}
+    assert added == {name: min(added[name], most) for name, most in ADDED_CALLS.items()}, added
+
+
+async def test_a_conversations_turns_read_and_write_the_store_once_a_second(
+    clock: FakeClock,
+) -> None:
+    store = MemoryHealthStore(clock=clock)
+    agent = FallbackAgent(_kids(), health=store, hedge_after=None, clock=clock, max_retries=0)
+    reads: list[str] = []
+    writes: list[str] = []
+    affinity, keep = store.routing.affinity, store.routing.keep
+
+    def read(digest: str) -> str | None:
+        reads.append(digest)
+        return affinity(digest)
+
+    def write(digest: str, child: str, ttl: float) -> None:
+        writes.append(child)
+        keep(digest, child, ttl)
+
+    store.routing.affinity, store.routing.keep = read, write  # type: ignore[method-assign]
+    for _ in range(50):  # 50 turns in half a second
+        assert (await agent.run("hi", affinity="conversation-1")).handled_by == "a"
+        clock.advance(0.01)
+    assert (len(reads), writes) == (1, ["a"])  # main: 50 reads, 50 writes
+    clock.advance(1.0)
+    await agent.run("hi", affinity="conversation-1")
+    assert (len(reads), writes) == (2, ["a", "a"])  # a second on: read, and its ttl touched
+    store.record_failure("a", retry_after=60)  # a's circuit opens: the key moves at once
+    await agent.run("hi", affinity="conversation-1")
+    assert writes[-1] == "b" and store.routing.affinity(reads[0]) == "b"
+    assert "conversation-1" not in repr(agent.router.recent)  # remembered by hash only
+
+
+async def test_a_nested_chains_turns_write_the_store_once_a_second_at_each_level(
+    clock: FakeClock,
+) -> None:
+    store = MemoryHealthStore(clock=clock)
+    inner = FallbackAgent(_kids()[:2], health=store, hedge_after=None, clock=clock, name="inner")
+    outer = FallbackAgent([inner, Instant("c")], health=store, hedge_after=None, clock=clock)
+    writes: list[str] = []
+    keep = store.routing.keep
+
+    def write(digest: str, child: str, ttl: float) -> None:
+        writes.append(child)
+        keep(digest, child, ttl)
+
+    store.routing.keep = write  # type: ignore[method-assign]
+    for _ in range(50):
+        assert (await outer.run("hi", affinity="conversation-1")).handled_by == "a"
+        clock.advance(0.01)
+    assert sorted(writes) == ["a", "inner"]  # main: 50 of each
+    clock.advance(1.0)
+    await outer.run("hi", affinity="conversation-1")
+    assert sorted(writes) == ["a", "a", "inner", "inner"]  # the ttl refreshed, at each level
