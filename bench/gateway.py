@@ -8,8 +8,9 @@ CPU 1; the server under test (the gateway, or the floor) runs alone on CPU 0
 (uvloop when installed) so that it is not the bottleneck. Scenarios:
 
 servers     the issue-22 report, one run: req/s, server CPU per request and p50/p99 of the
-            aiohttp pass-through, the granian + pyreqwest pass-through (the new floor) and the
-            gateway on each server (50 connections, one worker pinned to CPU 0, metrics on);
+            aiohttp pass-through, the granian + pyreqwest pass-through (the new floor), the
+            gateway on each server, and on granian with its providers on ``transport:
+            reqwest`` (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
             direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
 sse         the servers report's SSE check alone: 512 concurrent streams straight to the
@@ -388,6 +389,9 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
         "aiohttp pass-through": lambda: floor(sim),
         "granian+pyreqwest pass-through": lambda: granian_floor(sim),
         **{f"gateway on {s}": (lambda s=s: gateway(sim, chain, server=s)) for s in SERVERS},
+        "gateway on granian, reqwest upstream": lambda: gateway(
+            sim, reqwest_chain(chain), server="granian"
+        ),
     }
     rows: dict[str, dict[str, Any]] = {}
     for name, start in starts.items():
@@ -406,6 +410,14 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
         report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
         report[f"sse on {s}"] = await sse(sim, chain, server=s)
     return report
+
+
+def reqwest_chain(chain: Path) -> Path:
+    """``chain`` with every provider on ``transport: reqwest`` (pyreqwest, the [fast] extra)."""
+    path = chain.with_name("chain_reqwest.yaml")
+    mine = "allow_insecure_http: true, transport: reqwest}"
+    path.write_text(chain.read_text().replace("allow_insecure_http: true}", mine))
+    return path
 
 
 async def sse_check(sim: Sim, chain: Path) -> dict[str, Any]:
