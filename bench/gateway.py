@@ -22,7 +22,8 @@ throughput  50 keep-alive connections, closed loop: requests/s and server CPU pe
             the gateway (one worker) vs the floor (aiohttp server + one shared ClientSession)
 failover    the same with 30% upstream 503s: the gateway's chain falls over to a second
             route (zero failed client requests expected); the floor passes the 503s on
-latency     open loop at 1,000 requests/s (``--rate``): p50/p99 through the gateway and direct
+latency     open loop at 1,000 requests/s (``--rate``): p50/p99 through the gateway (on
+            ``--server``) and direct
 sequential  one request at a time: p50/p99 direct, through the floor, through the gateway
 sigterm     2 workers, 100 connections, upstream 0.2 s: SIGTERM mid-load; every request
             the gateway forwarded upstream must be answered
@@ -637,7 +638,7 @@ async def main(args: argparse.Namespace) -> None:
             "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),
-            "latency": lambda: latency(sim, chain, args.seconds, args.rate),
+            "latency": lambda: latency(sim, chain, args.seconds, args.rate, args.server),
             "sequential": lambda: sequential(sim, chain),
             "sigterm": lambda: sigterm(sim, chain),
             "sigkill": lambda: sigkill(sim, chain),
@@ -661,6 +662,7 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", help="comma-separated scenarios")
     parser.add_argument("--rate", type=float, default=1000.0, help="latency: requests/s")
+    parser.add_argument("--server", choices=SERVERS, default="aiohttp", help="latency: the server")
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
