@@ -8,8 +8,9 @@ CPU 1; the server under test (the gateway, or the floor) runs alone on CPU 0
 (uvloop when installed) so that it is not the bottleneck. Scenarios:
 
 servers     the issue-22 report, one run: req/s, server CPU per request and p50/p99 of the
-            aiohttp pass-through, the granian + pyreqwest pass-through (the new floor) and the
-            gateway on each server (50 connections, one worker pinned to CPU 0, metrics on);
+            aiohttp pass-through, the granian + pyreqwest pass-through (the new floor), the
+            gateway on each server, and on granian with its providers on ``transport:
+            reqwest`` (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
             direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
 sse         the servers report's SSE check alone: 512 concurrent streams straight to the
@@ -21,7 +22,8 @@ throughput  50 keep-alive connections, closed loop: requests/s and server CPU pe
             the gateway (one worker) vs the floor (aiohttp server + one shared ClientSession)
 failover    the same with 30% upstream 503s: the gateway's chain falls over to a second
             route (zero failed client requests expected); the floor passes the 503s on
-latency     open loop at 1,000 requests/s (``--rate``): p50/p99 through the gateway and direct
+latency     open loop at 1,000 requests/s (``--rate``): p50/p99 through the gateway (on
+            ``--server``) and direct
 sequential  one request at a time: p50/p99 direct, through the floor, through the gateway
 sigterm     2 workers, 100 connections, upstream 0.2 s: SIGTERM mid-load; every request
             the gateway forwarded upstream must be answered
@@ -388,6 +390,9 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
         "aiohttp pass-through": lambda: floor(sim),
         "granian+pyreqwest pass-through": lambda: granian_floor(sim),
         **{f"gateway on {s}": (lambda s=s: gateway(sim, chain, server=s)) for s in SERVERS},
+        "gateway on granian, reqwest upstream": lambda: gateway(
+            sim, reqwest_chain(chain), server="granian"
+        ),
     }
     rows: dict[str, dict[str, Any]] = {}
     for name, start in starts.items():
@@ -406,6 +411,14 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
         report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
         report[f"sse on {s}"] = await sse(sim, chain, server=s)
     return report
+
+
+def reqwest_chain(chain: Path) -> Path:
+    """``chain`` with every provider on ``transport: reqwest`` (pyreqwest, the [fast] extra)."""
+    path = chain.with_name("chain_reqwest.yaml")
+    mine = "allow_insecure_http: true, transport: reqwest}"
+    path.write_text(chain.read_text().replace("allow_insecure_http: true}", mine))
+    return path
 
 
 async def sse_check(sim: Sim, chain: Path) -> dict[str, Any]:
@@ -625,7 +638,7 @@ async def main(args: argparse.Namespace) -> None:
             "overhead": lambda: overhead(tmp, args.seconds),
             "throughput": lambda: throughput(sim, chain, args.seconds, flaky=False),
             "failover": lambda: throughput(sim, chain, args.seconds, flaky=True),
-            "latency": lambda: latency(sim, chain, args.seconds, args.rate),
+            "latency": lambda: latency(sim, chain, args.seconds, args.rate, args.server),
             "sequential": lambda: sequential(sim, chain),
             "sigterm": lambda: sigterm(sim, chain),
             "sigkill": lambda: sigkill(sim, chain),
@@ -649,6 +662,7 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", help="comma-separated scenarios")
     parser.add_argument("--rate", type=float, default=1000.0, help="latency: requests/s")
+    parser.add_argument("--server", choices=SERVERS, default="aiohttp", help="latency: the server")
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)

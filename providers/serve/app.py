@@ -8,7 +8,7 @@ module only adapts aiohttp's request and response to the gateway's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable
 
 from aiohttp import web
 
@@ -52,10 +52,8 @@ class _Exchange:
         sockname = transport.get_extra_info("sockname") if transport else None
         return (sockname[0], sockname[1]) if sockname else None
 
-    async def body(self) -> AsyncIterator[bytes]:
-        content = self.request.content
-        while data := await content.readany():
-            yield data
+    def body(self) -> AsyncIterable[bytes]:
+        return self.request.content.iter_any()  # an iterator, not a generator to close
 
     async def stream(self, headers: dict[str, str]) -> Sink:
         response = web.StreamResponse(status=200, headers=headers)

@@ -10,7 +10,7 @@ known to the gateway.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,8 +60,9 @@ class Exchange(Protocol):
     def local(self) -> tuple[str, int] | None:
         """The address and port the client connected to, when the server tells."""
 
-    def body(self) -> AsyncIterator[bytes]:
-        """The raw (still encoded) body, chunk by chunk as it arrives."""
+    def body(self) -> AsyncIterable[bytes]:
+        """The raw (still encoded) body, chunk by chunk as it arrives (a chunk may be empty;
+        the reader may stop at the declared length without reading the end)."""
 
     async def stream(self, headers: dict[str, str]) -> Sink:
         """Send status 200 with ``headers`` and keep the reply open for :meth:`Sink.write`."""

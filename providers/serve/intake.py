@@ -1,10 +1,11 @@
 """Reading a client's request body: a size cap, inflation in slices, a deadline and a rate.
 
 The servers leave bodies encoded (see :mod:`providers.serve.protocol`);
-:func:`read_body` hands the raw bytes to :func:`providers.http.body.read_bounded`,
-the one place that inflates gzip/deflate a slice at a time against the cap, so a
-1 MiB gzip bomb is refused (413) having cost a slice, not its inflated size
-(a compressed body is inflated twice: first counting, then keeping).
+:func:`read_body` hands an encoded body's raw bytes to
+:func:`providers.http.body.read_bounded`, the one place that inflates gzip/deflate a
+slice at a time against the cap, so a 1 MiB gzip bomb is refused (413) having cost a
+slice, not its inflated size (a compressed body is inflated twice: first counting,
+then keeping). A body of declared length is read up to that length, no further.
 Time is bounded twice: the whole body within ``body_timeout``, and after
 ``body_grace`` seconds at least ``body_min_rate`` bytes a second on average, so a
 client trickling its body gives its in-flight place back long before the deadline.
@@ -26,11 +27,12 @@ __all__ = ["read_body"]
 async def read_body(ex: Exchange, settings: GatewaySettings) -> bytes:
     """The decoded body within the cap (413), the deadline and the minimum rate (408)."""
     limit = settings.max_body_bytes
-    if _content_length(ex.header("content-length")) > limit:
+    declared = _content_length(ex.header("content-length"))
+    if declared > limit:
         raise _too_large(limit)
     encoding = ex.header("content-encoding")
     try:
-        raw = await read_bounded(_paced(ex, settings), None, limit)
+        raw = await _paced(ex, settings, declared)
         if (encoding or "identity").strip().lower() == "identity":
             return raw
         # Inflate once to count, keeping nothing, then again to keep: a bomb is refused
@@ -69,21 +71,25 @@ def _too_slow(settings: GatewaySettings) -> str:
     )
 
 
-async def _paced(ex: Exchange, settings: GatewaySettings) -> AsyncIterator[bytes]:
-    """The raw body's chunks; ``TimeoutError`` when a read would end past the deadline or
-    leave the average rate since the grace period below ``body_min_rate``."""
+async def _paced(ex: Exchange, settings: GatewaySettings, declared: int) -> bytes:
+    """The raw body; ``BodyTooLarge`` past the cap, ``TimeoutError`` when a read would end
+    past the deadline or leave the average rate since the grace period below
+    ``body_min_rate``. Reading stops at a ``declared`` length: the server gives no more."""
     loop = asyncio.get_running_loop()
     start = loop.time()
     deadline = start + settings.body_timeout
-    received = 0
-    chunks = ex.body().__aiter__()
-    while True:
-        # The rate allows received / min_rate seconds of body after the grace.
-        due = start + settings.body_grace + received / settings.body_min_rate
-        try:
-            async with asyncio.timeout_at(min(deadline, due)):
-                data = await anext(chunks)
-        except StopAsyncIteration:
-            return
-        received += len(data)
-        yield data
+    rated = start + settings.body_grace  # then received / min_rate seconds more of body
+    limit, received = settings.max_body_bytes, 0
+    parts: list[bytes] = []
+    # One timer for the whole body, moved on after each chunk (one per read cost a timer
+    # and a context each, and the read after the last byte two more).
+    async with asyncio.timeout_at(min(deadline, rated)) as due:
+        async for data in ex.body():
+            received += len(data)
+            if received > limit:
+                raise BodyTooLarge(limit)
+            parts.append(data)
+            if received == declared:
+                break
+            due.reschedule(min(deadline, rated + received / settings.body_min_rate))
+    return parts[0] if len(parts) == 1 else b"".join(parts)

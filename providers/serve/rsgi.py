@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, Callable
 from typing import Any
 
 from providers.serve.exchange import Reply, Sink
@@ -69,10 +69,11 @@ class _Exchange:
         host, _, port = str(self.scope.server).rpartition(":")
         return (host, int(port)) if port.isdigit() else None
 
-    async def body(self) -> AsyncIterator[bytes]:
-        async for chunk in self.protocol:
-            if chunk:
-                yield chunk
+    def body(self) -> AsyncIterable[bytes]:
+        # granian's protocol itself (its last chunk is empty): a generator around it cost a
+        # step per chunk, and a task to close it when the reader stops at the declared length.
+        chunks: AsyncIterable[bytes] = self.protocol
+        return chunks
 
     async def stream(self, headers: dict[str, str]) -> Sink:
         self.sink = _Sink(self.protocol.response_stream(200, list(headers.items())))

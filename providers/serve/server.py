@@ -6,12 +6,16 @@ SIGINT the worker stops accepting connections, lets in-flight requests finish
 (up to ``settings.grace`` seconds), closes idle connections and returns. The HTTP
 server is ``settings.server``: granian (:mod:`providers.serve.rsgi`) or aiohttp
 (:mod:`providers.serve.app`), both serving :class:`~providers.serve.gateway.Gateway`.
+Before it accepts, a worker settles its heap (:func:`settle_heap`): the garbage
+collector's passes were 10% of its CPU under load, most of them re-scanning what
+the chain file and the libraries loaded at start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import socket
 import warnings
@@ -30,9 +34,24 @@ from providers.serve.models import Models
 from providers.serve.protocol import GatewayRunner
 from providers.serve.settings import GatewaySettings
 
-__all__ = ["listen_socket", "run_worker", "serve"]
+__all__ = ["listen_socket", "run_worker", "serve", "settle_heap"]
 
 BACKLOG = 1024
+#: Allocations between two young-generation collections in a worker (CPython: 700). A
+#: request allocates hundreds of objects that die by reference count; most of the rest are
+#: a run's few reference cycles, so collecting less often frees the same at a fraction of
+#: the passes (gc time per request, loaded: 40 -> 16 us).
+GEN0_THRESHOLD = 10_000
+
+
+def settle_heap() -> None:
+    """Once, when a worker has loaded its chain: collect what loading left, then exempt every
+    object alive now from later collections (``gc.freeze``: a full pass scanned them all,
+    38 ms each under load, about every second), and collect the young generation every
+    :data:`GEN0_THRESHOLD` allocations. The worker's process only: not for a library user."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def listen_socket(host: str, port: int, *, reuse_port: bool, listen: bool = True) -> socket.socket:
@@ -106,6 +125,7 @@ async def _main(
         # bounded by its timeout) and leaves what it recorded when it drains.
         await config.open_health(stack)
         models = await stack.enter_async_context(Models.from_config(config))
+        settle_heap()
         await serve(models, keys, settings, sock, stop, on_ready)
 
 

@@ -1,16 +1,19 @@
 """Issue 22: what a good request costs the gateway: nothing built for a failure it does not
-have (a 413 error object, a copy of the call for an affinity key it does not carry)."""
+have (a 413 error object, a copy of the call for an affinity key it does not carry), and its
+body read with one timer, no read past its declared length."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 
 from orchestrator import FallbackAgent
-from providers.serve import intake
+from providers.serve import GatewaySettings, intake
 from providers.serve.failures import BadRequest
 from tests.providers.serve.conftest import Recorder, gateway
 
@@ -58,3 +61,47 @@ async def test_a_body_past_the_cap_is_still_a_413() -> None:
     ):
         assert r.status == 413
         assert "the body passed 64 bytes" in (await r.json())["error"]["message"]
+
+
+class Arriving:
+    """An exchange whose body comes in ``chunks`` (the last one empty, as granian's), counting
+    the reads."""
+
+    def __init__(self, chunks: list[bytes], length: int | None) -> None:
+        self.chunks, self.reads = chunks, 0
+        self.headers = {} if length is None else {"content-length": str(length)}
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+    def body(self) -> AsyncIterable[bytes]:
+        return self
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        self.reads += 1
+        if not self.chunks:
+            raise StopAsyncIteration
+        return self.chunks.pop(0)
+
+
+async def test_a_body_is_read_with_one_timer_and_no_read_past_its_declared_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    timers: list[float] = []
+    timeout_at = asyncio.timeout_at
+
+    def counted(when: float | None) -> asyncio.Timeout:
+        timers.append(0.0 if when is None else when)
+        return timeout_at(when)
+
+    monkeypatch.setattr(asyncio, "timeout_at", counted)
+    settings = GatewaySettings()
+    declared = Arriving([b'{"model":', b'"m"}', b""], length=13)
+    assert await intake.read_body(declared, settings) == b'{"model":"m"}'  # type: ignore[arg-type]
+    assert (declared.reads, len(timers)) == (2, 1)  # were 4 reads, each under its own timer
+    chunked = Arriving([b'{"model":', b'"m"}', b""], length=None)  # no length: to the end
+    assert await intake.read_body(chunked, settings) == b'{"model":"m"}'  # type: ignore[arg-type]
+    assert (chunked.reads, len(timers)) == (4, 2)
