@@ -154,8 +154,9 @@ class Run:
     def _ended(self, result: Result | None, error: BaseException | None) -> None:
         if self.log.pending is not None:
             self.decided("stop")  # the run ended before deciding (a hook raised, cancelled)
-        if self.log.trace is not None:
-            self.log.trace.ended(result, error)
+        trace, self.log.trace = self.log.trace, None  # trace -> run -> log -> trace: a cycle
+        if trace is not None:
+            trace.ended(result, error)
 
     def decided(self, decision: str) -> None:
         """What follows the last failed attempt (``retry``, ``fallback``, ``stop``): the
