@@ -86,7 +86,7 @@ class Capacity:
 
 def store_of(health: Any, clock: Clock) -> CapacityStore:
     """Where limits live: the health store's capacity, or this process's memory."""
-    store: CapacityStore | None = getattr(health, "capacity", None)
+    store: CapacityStore | None = None if health is None else getattr(health, "capacity", None)
     return store if store is not None else default_capacity(clock)
 
 
@@ -222,10 +222,14 @@ async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseExc
 
 def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
     """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
-    an awaitable when the store needs a round trip for it (Redis)."""
+    an awaitable when the store needs a round trip for it (Redis). Once: a settled ticket
+    is left as it is."""
+    if ticket.settled:
+        return None
     want = ticket.want
     store = store_of(run.agent.health_store, run.agent.clock)
-    if not want.charges and (want.limits is None or not want.limits.tpm):
+    limits = want.limits
+    if not want.charges and (limits is None or limits.tpm is None):
         return store.settle(ticket, None, 0.0)  # nothing counted to correct: the hot path
     mine = (a for a in run.log.attempts[since:] if a.agent == want.name and a.attempt_number)
     tokens, cost = used_by(mine, want.price)
