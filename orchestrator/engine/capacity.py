@@ -15,6 +15,7 @@ nothing). A refused call is skipped without a request (``AtCapacity``,
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,15 +40,22 @@ __all__ = [
     "Want",
     "admit",
     "admit_waiting",
+    "again",
     "every_child_full",
+    "nested",
     "peek",
     "refused_error",
     "settle",
+    "take",
+    "unnested",
 ]
 
 Unpriced = Literal["dearest", "refuse"] | tuple[float, float]
 _COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
 _POLL = 0.01  # how often a wait for a call in flight to end looks again (seconds)
+#: The budgets of the chains the current run is nested in (:func:`nested`): each call of
+#: its providers counts against them too, as a call of those chains' own providers does.
+_OUTER: ContextVar[tuple[Charge, ...]] = ContextVar("failover_outer_budgets", default=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +105,8 @@ def want_of(
     refusal of a provider with no price under ``budget_unpriced="refuse"``."""
     limits = getattr(provider, "limits", None)
     own: Budget | None = getattr(provider, "budget", None)
-    if own is None and rules.budget is None:
+    outer = _OUTER.get()
+    if own is None and rules.budget is None and not outer:
         if limits is None:
             return None
         if not limits.tpm:  # the same every call: made once (the hot path's allocation)
@@ -110,6 +119,7 @@ def want_of(
         charges.append(Charge(f"provider:{provider.name}", own, "provider"))
     if rules.budget is not None:
         charges.append(Charge(f"agent:{agent_name}", rules.budget, "agent"))
+    charges += [c for c in outer if all(c.key != mine.key for mine in charges)]
     tokens = input_tokens_counted(request) if limits is not None and limits.tpm else 0
     cost = 0.0
     fallback = None
@@ -181,20 +191,32 @@ def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException |
         return None
     if isinstance(want, Refusal):
         return refused_error(provider.name, want)
-    take_now = getattr(store_of(agent.health_store, agent.clock), "take_now", None)
+    return take(run, want)
+
+
+def take(run: Run, want: Want) -> Ticket | BaseException | Want:
+    """:func:`admit` once ``want`` is known: a Ticket, the error to skip with, or ``want``
+    when it must go to :func:`admit_waiting`."""
+    agent = run.agent
+    health = agent.health_store
+    store = None if health is None else getattr(health, "capacity", None)
+    if store is None:
+        store = default_capacity(agent.clock)
+    take_now = getattr(store, "take_now", None)
     if take_now is None:
         return want
     got = take_now(want)
     if isinstance(got, Ticket):
         return got
     if got.reason != "at_capacity" or agent.capacity.wait is None:
-        return refused_error(provider.name, got)
+        return refused_error(want.name, got)
     return want
 
 
-async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseException:
-    """Reserve ``want`` (from :func:`admit`) in a store that needs a round trip, or after
-    waiting up to ``wait_for_capacity`` (within the run's deadline) for a limit to free."""
+async def admit_waiting(run: Run, name: str, want: Want) -> Ticket | BaseException:
+    """Reserve ``want`` (from :func:`admit`) for provider ``name`` in a store that needs a
+    round trip, or after waiting up to ``wait_for_capacity`` (within the run's deadline)
+    for a limit to free."""
     agent = run.agent
     store, clock = store_of(agent.health_store, agent.clock), agent.clock
     wait = agent.capacity.wait
@@ -208,16 +230,46 @@ async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseExc
             return got
         pause = _POLL if got.free_in is None else max(got.free_in, 1e-3)
         if got.reason != "at_capacity" or until is None or clock.now() + pause > until:
-            return refused_error(provider.name, got)
+            return refused_error(name, got)
         events.emit(
             "info",
             "capacity_wait",
             agent=agent.name,
-            child=provider.name,
+            child=name,
             limit=got.which,
             wait=pause,
         )
         await clock.sleep(pause)
+
+
+async def again(run: Run, ticket: Ticket, since: int) -> Ticket | BaseException:
+    """Before a retry of the call that took ``ticket`` (its request made the attempts from
+    ``since`` on): settle it, and take a slot of its own for the retry's request, as the
+    call's first request did (the same :class:`Want`). Each request sent counts against
+    ``rpm`` and ``tpm``; a retry that finds no slot waits as ``wait_for_capacity`` allows,
+    or gets the error its provider is skipped with (``at_capacity``, ``budget``)."""
+    pending = settle(run, ticket, since)
+    if pending is not None:
+        await pending
+    got = take(run, ticket.want)
+    return await admit_waiting(run, ticket.want.name, got) if isinstance(got, Want) else got
+
+
+def nested(run: Run) -> Token[tuple[Charge, ...]] | None:
+    """A nested chain of ``run`` is about to run: the calls of its providers count against
+    ``run``'s chain budget too (and against the budgets ``run`` itself is nested in), so
+    the outer budget sees all the spend made under it. The token for :func:`unnested`."""
+    budget = run.agent.capacity.budget
+    if budget is None:
+        return None
+    charge = Charge(f"agent:{run.agent.name}", budget, "agent")
+    return _OUTER.set((*_OUTER.get(), charge))
+
+
+def unnested(token: Token[tuple[Charge, ...]] | None) -> None:
+    """The nested chain :func:`nested` was called for ended."""
+    if token is not None:
+        _OUTER.reset(token)
 
 
 def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
