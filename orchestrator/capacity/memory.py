@@ -26,9 +26,14 @@ class _Call(Ticket):
     __slots__ = ("log", "seq", "spends")
 
     def __init__(
-        self, want: Want, log: _Log | None, seq: int, spends: tuple[list[float], ...]
+        self,
+        store: MemoryCapacity,
+        want: Want,
+        log: _Log | None,
+        seq: int,
+        spends: tuple[list[float], ...],
     ) -> None:
-        self.want, self.entry, self.settled = want, None, False
+        self.want, self.entry, self.settled, self.store = want, None, False, store
         self.log, self.seq, self.spends = log, seq, spends
 
 
@@ -77,16 +82,6 @@ class _Log:
             return Refusal("at_capacity", "tpm", max(0.0, free_at - now))
         return None
 
-    def add(self, want: Want, now: float, spends: tuple[list[float], ...]) -> _Call:
-        """Count a call admitted at ``now``: its ticket."""
-        times = self.times
-        call = _Call(want, self, self.gone + len(times), spends)
-        times.append(now)
-        self.toks.append(want.tokens)
-        self.tokens += want.tokens
-        self.inflight += 1
-        return call
-
     def correct(self, call: _Call, tokens: int) -> None:
         """The call used ``tokens``: what it holds in the window (if still in it) is that."""
         index = call.seq - self.gone
@@ -111,7 +106,8 @@ class MemoryCapacity:
     def peek(self, want: Want) -> Refusal | None:
         """Why ``want`` would be refused now; nothing is taken."""
         with self._lock:
-            return self._refusal(want, self.clock.now(), self.clock.wall())[0]
+            got = self._refusal(want, self.clock.now(), self.clock.wall())
+            return got if isinstance(got, Refusal) else None
 
     async def take(self, want: Want) -> Ticket | Refusal:
         """Reserve ``want`` everywhere or nowhere (see :class:`CapacityStore`)."""
@@ -120,28 +116,23 @@ class MemoryCapacity:
     def take_now(self, want: Want) -> Ticket | Refusal:
         """:meth:`take`, synchronously (what the Redis store falls back to)."""
         now = self.clock.now()
-        if want.charges:
-            return self._take_charged(want, now)
-        limits = want.limits
-        with self._lock:  # a limiter alone (the hot path): no budget, no list to build
-            if limits is None:
-                return _Call(want, None, 0, ())
-            log = self._logs.get(want.name)
-            if log is None:
-                log = self._logs[want.name] = _Log()
-            refused = log.refusal(limits, want.tokens, now)
-            return refused if refused is not None else log.add(want, now, ())
-
-    def _take_charged(self, want: Want, now: float) -> Ticket | Refusal:
-        wall = self.clock.wall()  # budgets go by the calendar
+        wall = self.clock.wall() if want.charges else 0.0  # budgets go by the calendar
         with self._lock:
-            refused, log, spends = self._refusal(want, now, wall)
-            if refused is not None:
-                return refused
+            got = self._refusal(want, now, wall)
+            if isinstance(got, Refusal):
+                return got
+            log, spends = got
             for spend in spends:
                 spend[1] += want.cost
-            held = tuple(spends)
-            return _Call(want, None, 0, held) if log is None else log.add(want, now, held)
+            if log is None:
+                return _Call(self, want, None, 0, spends)
+            times = log.times
+            call = _Call(self, want, log, log.gone + len(times), spends)
+            times.append(now)
+            log.toks.append(want.tokens)
+            log.tokens += want.tokens
+            log.inflight += 1
+            return call
 
     def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
         """Correct the reserved tokens, count ``cost``, free the call's slot (once)."""
@@ -179,15 +170,19 @@ class MemoryCapacity:
 
     def _refusal(
         self, want: Want, now: float, wall: float
-    ) -> tuple[Refusal | None, _Log | None, list[list[float]]]:
+    ) -> Refusal | tuple[_Log | None, tuple[list[float], ...]]:
+        """Why ``want`` does not fit now, or its limiter's log and its budgets' spends."""
         log = None
-        if want.limits is not None:
+        limits = want.limits
+        if limits is not None:
             log = self._logs.get(want.name)
             if log is None:
                 log = self._logs[want.name] = _Log()
-            refused = log.refusal(want.limits, want.tokens, now)
+            refused = log.refusal(limits, want.tokens, now)
             if refused is not None:
-                return refused, log, []
+                return refused
+        if not want.charges:  # a limiter alone (the hot path): no budget, no list to build
+            return log, ()
         spends = []
         for charge in want.charges:
             index, end = period_bounds(charge.budget.per, wall)
@@ -197,9 +192,9 @@ class MemoryCapacity:
                 self._spend = {k: v for k, v in self._spend.items() if _current(k, charge.key, key)}
                 spend = self._spend[key] = [0.0, 0.0]
             if spend[0] + spend[1] >= charge.budget.usd:
-                return Refusal("budget", charge.scope, max(0.0, end - wall)), log, []
+                return Refusal("budget", charge.scope, max(0.0, end - wall))
             spends.append(spend)
-        return None, log, spends
+        return log, tuple(spends)
 
 
 def _current(key: str, prefix: str, now_key: str) -> bool:

@@ -279,7 +279,7 @@ def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
     if ticket.settled:
         return None
     want = ticket.want
-    store = store_of(run.agent.health_store, run.agent.clock)
+    store = ticket.store or store_of(run.agent.health_store, run.agent.clock)
     limits = want.limits
     if not want.charges and (limits is None or limits.tpm is None):
         return store.settle(ticket, None, 0.0)  # nothing counted to correct: the hot path

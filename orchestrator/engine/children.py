@@ -85,7 +85,7 @@ class ProviderChild:
         if isinstance(ticket, capacity.Want):  # a round trip to the store, or a wait
             ticket = await capacity.admit_waiting(run, self.name, ticket)
         if isinstance(ticket, BaseException):
-            unfit = ticket  # at a limit or over a budget: skipped too, or the run ends
+            unfit, ticket = ticket, None  # at a limit or over a budget: skipped, or the run ends
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         # What the agent's order reads (calls in flight, latency): None for most orders.
@@ -93,7 +93,7 @@ class ProviderChild:
         routing = call_began(run, name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
         since = len(run.log.attempts)
-        held = (ticket, since) if isinstance(ticket, capacity.Ticket) else None
+        held = None if ticket is None else (ticket, since)  # what its retries renew
         try:
             outcome = await (
                 self._call(run, request, via, held)
@@ -109,7 +109,7 @@ class ProviderChild:
                 log = run.log
                 took = log.attempts[-1].duration if log.attempts else 0.0
                 call_ended(run, routing, name, took, outcome, log.first_at, log.began)
-            if isinstance(ticket, capacity.Ticket):
+            if ticket is not None:
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
                     await pending
