@@ -46,7 +46,6 @@ __all__ = [
     "peek",
     "refused_error",
     "settle",
-    "take",
     "unnested",
 ]
 
@@ -191,32 +190,21 @@ def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException |
         return None
     if isinstance(want, Refusal):
         return refused_error(provider.name, want)
-    return take(run, want)
-
-
-def take(run: Run, want: Want) -> Ticket | BaseException | Want:
-    """:func:`admit` once ``want`` is known: a Ticket, the error to skip with, or ``want``
-    when it must go to :func:`admit_waiting`."""
-    agent = run.agent
-    health = agent.health_store
-    store = None if health is None else getattr(health, "capacity", None)
-    if store is None:
-        store = default_capacity(agent.clock)
-    take_now = getattr(store, "take_now", None)
+    take_now = getattr(store_of(agent.health_store, agent.clock), "take_now", None)
     if take_now is None:
         return want
     got = take_now(want)
     if isinstance(got, Ticket):
         return got
     if got.reason != "at_capacity" or agent.capacity.wait is None:
-        return refused_error(want.name, got)
+        return refused_error(provider.name, got)
     return want
 
 
 async def admit_waiting(run: Run, name: str, want: Want) -> Ticket | BaseException:
     """Reserve ``want`` (from :func:`admit`) for provider ``name`` in a store that needs a
     round trip, or after waiting up to ``wait_for_capacity`` (within the run's deadline)
-    for a limit to free."""
+    for a limit to free; the error to skip with when it may not wait."""
     agent = run.agent
     store, clock = store_of(agent.health_store, agent.clock), agent.clock
     wait = agent.capacity.wait
@@ -251,8 +239,7 @@ async def again(run: Run, ticket: Ticket, since: int) -> Ticket | BaseException:
     pending = settle(run, ticket, since)
     if pending is not None:
         await pending
-    got = take(run, ticket.want)
-    return await admit_waiting(run, ticket.want.name, got) if isinstance(got, Want) else got
+    return await admit_waiting(run, ticket.want.name, ticket.want)
 
 
 def nested(run: Run) -> Token[tuple[Charge, ...]] | None:
