@@ -7,7 +7,9 @@ settle per call); the same on a Redis store (one round trip per call: the TAKE
 script; a settle, when there is anything to give back (a concurrency slot, tokens,
 spend), is a second one the call awaits). Reports the median per-call CPU (us) and
 wall time (us) of each and the ratio to the plain call, and the memory limiter's own
-cost (over the same store without limits, fastest batches).
+cost: over the same agent with a memory health store and no limits, and on a default
+agent (``health=None``, as ``FallbackAgent`` is by default: its limits live in the
+process's memory store) over the plain call, each the median of per-batch differences.
 Also the ``limits`` library (its moving window on the same Redis), for comparison
 when it is installed.
 
