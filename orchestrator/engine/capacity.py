@@ -42,6 +42,7 @@ __all__ = [
     "admit_waiting",
     "again",
     "every_child_full",
+    "look",
     "nested",
     "peek",
     "refused_error",
@@ -177,6 +178,23 @@ def peek(agent: FallbackAgent, provider: Any, request: Request) -> BaseException
     if not isinstance(want, Refusal):
         want = store_of(agent.health_store, agent.clock).peek(want)
     return None if want is None else refused_error(provider.name, want)
+
+
+async def look(agent: FallbackAgent, request: Request, depth: int = 0) -> None:
+    """Before :func:`peek` (``failover explain``): have a shared store read what each
+    provider's limiter and budgets hold now, for every process (nested chains too); a
+    store in memory needs nothing. Nothing is taken."""
+    store = store_of(agent.health_store, agent.clock)
+    ask = getattr(store, "look", None)
+    for member in agent.members:
+        inner = getattr(member, "agent", None)
+        if inner is not None:
+            if depth < 8:  # chains nest a few levels; bounded as explain is
+                await look(inner, request, depth + 1)
+            continue
+        want = want_of(agent.name, agent.capacity, getattr(member, "provider"), request)  # noqa: B009
+        if ask is not None and isinstance(want, Want):
+            await ask(want)
 
 
 def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | Want | None:
