@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
 
 from orchestrator.capacity.model import Refusal, Ticket, Want
 from orchestrator.capacity.values import Limits, period_bounds
@@ -20,42 +19,75 @@ from orchestrator.clock import SYSTEM_CLOCK, Clock
 __all__ = ["MemoryCapacity", "default_capacity", "reset_default_capacity"]
 
 
-class _Log:
-    """One limiter: entries ``[time, tokens, live]`` oldest first (``live`` 0 once out of
-    the window), the live entries' token sum, and the calls in flight."""
+class _Call(Ticket):
+    """A call the memory store admitted: its limiter, its place in the limiter's log
+    (``seq``: how many calls the limiter took before it) and the budgets it reserved."""
 
-    __slots__ = ("entries", "inflight", "tokens", "window")
+    __slots__ = ("log", "seq", "spends")
+
+    def __init__(
+        self,
+        store: MemoryCapacity,
+        want: Want,
+        log: _Log | None,
+        seq: int,
+        spends: tuple[list[float], ...],
+    ) -> None:
+        self.want, self.entry, self.settled, self.store = want, None, False, store
+        self.log, self.seq, self.spends = log, seq, spends
+
+
+class _Log:
+    """One limiter: the start times and tokens of its calls in the window, oldest first,
+    as plain numbers (the log of a busy limiter holds a minute of calls: no object per
+    call to keep, so the collector has nothing to walk), their token sum, the calls in
+    flight, and ``gone``: how many calls left the window (a call's index is its seq
+    minus it)."""
+
+    __slots__ = ("gone", "inflight", "times", "tokens", "toks", "window")
 
     def __init__(self) -> None:
-        self.entries: deque[list[float]] = deque()
+        self.times: deque[float] = deque()
+        self.toks: deque[float] = deque()
         self.tokens = 0.0
         self.inflight = 0
+        self.gone = 0
         self.window = 60.0  # the last one pruned by: what usage() prunes by
 
     def prune(self, now: float, window: float) -> None:
         self.window = window
-        entries = self.entries
-        while entries and entries[0][0] <= now - window:
-            gone = entries.popleft()
-            self.tokens -= gone[1]
-            gone[2] = 0.0
+        times, toks, cut = self.times, self.toks, now - window
+        while times and times[0] <= cut:
+            times.popleft()
+            self.tokens -= toks.popleft()
+            self.gone += 1
 
     def refusal(self, limits: Limits, tokens: int, now: float) -> Refusal | None:
         """Why one more call reserving ``tokens`` does not fit now, or None."""
-        entries, window = self.entries, limits.window
+        times, window = self.times, limits.window
+        if times and times[0] <= now - window:  # most takes have nothing to prune
+            self.prune(now, window)
+        self.window = window
         if limits.max_concurrency is not None and self.inflight >= limits.max_concurrency:
             return Refusal("at_capacity", "max_concurrency", None)
-        if limits.rpm is not None and len(entries) >= limits.rpm:
-            oldest = entries[len(entries) - limits.rpm][0]
+        if limits.rpm is not None and len(times) >= limits.rpm:
+            oldest = times[len(times) - limits.rpm]
             return Refusal("at_capacity", "rpm", max(0.0, oldest + window - now))
         if limits.tpm is not None and self.tokens + min(tokens, limits.tpm) > limits.tpm:
             excess, free_at = self.tokens + min(tokens, limits.tpm) - limits.tpm, now
-            for at, used, _ in entries:
+            for at, used in zip(times, self.toks, strict=True):
                 excess, free_at = excess - used, at + window
                 if excess <= 0:
                     break
             return Refusal("at_capacity", "tpm", max(0.0, free_at - now))
         return None
+
+    def correct(self, call: _Call, tokens: int) -> None:
+        """The call used ``tokens``: what it holds in the window (if still in it) is that."""
+        index = call.seq - self.gone
+        if index >= 0:
+            self.tokens += tokens - self.toks[index]
+            self.toks[index] = tokens
 
 
 class MemoryCapacity:
@@ -74,7 +106,8 @@ class MemoryCapacity:
     def peek(self, want: Want) -> Refusal | None:
         """Why ``want`` would be refused now; nothing is taken."""
         with self._lock:
-            return self._refusal(want, self.clock.now(), self.clock.wall())[0]
+            got = self._refusal(want, self.clock.now(), self.clock.wall())
+            return got if isinstance(got, Refusal) else None
 
     async def take(self, want: Want) -> Ticket | Refusal:
         """Reserve ``want`` everywhere or nowhere (see :class:`CapacityStore`)."""
@@ -85,38 +118,42 @@ class MemoryCapacity:
         now = self.clock.now()
         wall = self.clock.wall() if want.charges else 0.0  # budgets go by the calendar
         with self._lock:
-            refused, log, spends = self._refusal(want, now, wall)
-            if refused is not None:
-                return refused
-            entry: list[float] | None = None
-            if log is not None:
-                entry = [now, float(want.tokens), 1.0]
-                log.entries.append(entry)
-                log.tokens += want.tokens
-                log.inflight += 1
+            got = self._refusal(want, now, wall)
+            if isinstance(got, Refusal):
+                return got
+            log, spends = got
             for spend in spends:
                 spend[1] += want.cost
-            return Ticket(want, (entry, spends))
+            if log is None:
+                return _Call(self, want, None, 0, spends)
+            times = log.times
+            call = _Call(self, want, log, log.gone + len(times), spends)
+            times.append(now)
+            log.toks.append(want.tokens)
+            log.tokens += want.tokens
+            log.inflight += 1
+            return call
 
     def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
         """Correct the reserved tokens, count ``cost``, free the call's slot (once)."""
         if ticket.settled:
             return
         ticket.settled = True
-        held: Any = ticket.entry  # what take_now put there
-        entry: list[float] | None = held[0]
-        spends: list[list[float]] = held[1]
-        want = ticket.want
+        call: _Call = ticket  # type: ignore[assignment]  # what take_now gave
+        log, spends = call.log, call.spends
+        if tokens is None and not spends:  # nothing to correct or count: free the slot
+            if log is not None:
+                with self._lock:
+                    log.inflight -= 1
+            return
         with self._lock:
-            log = self._logs.get(want.name)
-            if entry is not None and log is not None:
+            if log is not None:
                 log.inflight -= 1
-                if tokens is not None and entry[2]:
-                    log.tokens += tokens - entry[1]
-                    entry[1] = float(tokens)
+                if tokens is not None:
+                    log.correct(call, tokens)
             for spend in spends:
                 spend[0] += cost
-                spend[1] -= want.cost
+                spend[1] -= call.want.cost
 
     def usage(self) -> dict[str, dict[str, float]]:
         """Each limiter's calls, tokens and in-flight count in its window; each budget's spend."""
@@ -125,7 +162,7 @@ class MemoryCapacity:
         with self._lock:
             for name, log in self._logs.items():
                 log.prune(now, log.window)  # a quiet limiter's calls leave its window too
-                out[name] = {"requests": len(log.entries), "tokens": log.tokens}
+                out[name] = {"requests": len(log.times), "tokens": log.tokens}
                 out[name]["in_flight"] = log.inflight
             for key, (spent, reserved) in self._spend.items():
                 out[key] = {"spent_usd": spent, "reserved_usd": reserved}
@@ -133,16 +170,19 @@ class MemoryCapacity:
 
     def _refusal(
         self, want: Want, now: float, wall: float
-    ) -> tuple[Refusal | None, _Log | None, list[list[float]]]:
+    ) -> Refusal | tuple[_Log | None, tuple[list[float], ...]]:
+        """Why ``want`` does not fit now, or its limiter's log and its budgets' spends."""
         log = None
-        if want.limits is not None:
+        limits = want.limits
+        if limits is not None:
             log = self._logs.get(want.name)
             if log is None:
                 log = self._logs[want.name] = _Log()
-            log.prune(now, want.limits.window)
-            refused = log.refusal(want.limits, want.tokens, now)
+            refused = log.refusal(limits, want.tokens, now)
             if refused is not None:
-                return refused, log, []
+                return refused
+        if not want.charges:  # a limiter alone (the hot path): no budget, no list to build
+            return log, ()
         spends = []
         for charge in want.charges:
             index, end = period_bounds(charge.budget.per, wall)
@@ -152,9 +192,9 @@ class MemoryCapacity:
                 self._spend = {k: v for k, v in self._spend.items() if _current(k, charge.key, key)}
                 spend = self._spend[key] = [0.0, 0.0]
             if spend[0] + spend[1] >= charge.budget.usd:
-                return Refusal("budget", charge.scope, max(0.0, end - wall)), log, []
+                return Refusal("budget", charge.scope, max(0.0, end - wall))
             spends.append(spend)
-        return None, log, spends
+        return log, tuple(spends)
 
 
 def _current(key: str, prefix: str, now_key: str) -> bool:
@@ -170,11 +210,13 @@ _default_lock = threading.Lock()
 def default_capacity(clock: Clock = SYSTEM_CLOCK) -> MemoryCapacity:
     """The process-wide store on ``clock`` for agents without a health store (made on
     first use): every agent of the process shares a provider's limiter."""
-    with _default_lock:
-        held = _defaults.get(id(clock))
-        if held is None:
-            held = _defaults[id(clock)] = (clock, MemoryCapacity(clock))
-        return held[1]
+    held = _defaults.get(id(clock))  # a dict read is atomic: the lock only to make one
+    if held is None or held[0] is not clock:
+        with _default_lock:
+            held = _defaults.get(id(clock))
+            if held is None or held[0] is not clock:
+                held = _defaults[id(clock)] = (clock, MemoryCapacity(clock))
+    return held[1]
 
 
 def reset_default_capacity() -> None:

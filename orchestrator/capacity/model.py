@@ -52,11 +52,13 @@ class Refusal:
 
 @dataclass(slots=True)
 class Ticket:
-    """A call admitted: what it reserved, to settle once it ends (:meth:`CapacityStore.settle`)."""
+    """A call admitted: what it reserved, to settle once it ends (:meth:`CapacityStore.settle`)
+    in ``store``, the store that took it (None: the caller's)."""
 
     want: Want
     entry: object
     settled: bool = False
+    store: CapacityStore | None = None
 
 
 class CapacityStore(Protocol):

@@ -99,6 +99,28 @@ class RedisCapacity:
         self._seen[want.name] = (refusal, self.clock.now())
         return refusal
 
+    async def look(self, want: Want) -> Refusal | None:
+        """What the shared limiter and budgets of ``want`` say now, taking nothing (one round
+        trip: the TAKE script's checks alone). :meth:`peek` answers with it while it holds,
+        so ``failover explain`` shows what every process took, not only this one's last
+        refusal. None when it fits, or when Redis cannot be asked."""
+        if self._down_until is not None and self.clock.now() < self._down_until:
+            return self.local.peek(_share(want, self.replicas))
+        names, args = self._call_args(want, "")  # no call id: look only
+        try:
+            got = await self._script_for_loop()[0](keys=names, args=args)
+        except Exception as e:  # redis-py's own errors, a timeout: nothing learned
+            if isinstance(e, TimeoutError | OSError) or type(e).__module__.startswith("redis"):
+                return None
+            raise
+        what, value = str(got[0]), float(got[1])
+        if what == "ok":
+            self._seen.pop(want.name, None)
+            return None
+        refusal = _refusal(what, value, want.charges)
+        self._seen[want.name] = (refusal, self.clock.now())
+        return refusal
+
     def settle(
         self, ticket: Ticket, tokens: int | None, cost: float
     ) -> Coroutine[Any, Any, None] | None:

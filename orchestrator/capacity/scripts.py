@@ -18,9 +18,10 @@ from __future__ import annotations
 
 __all__ = ["SETTLE", "TAKE", "keys"]
 
-#: KEYS log, tok, live, budgets...; ARGV id, rpm, tpm, max_concurrency (0 = none), window,
-#: tokens, lease, cost, then per budget: usd, period end (epoch), ttl (s). Returns
-#: {"ok", now} or {what refused ("c", "r", "t", "b<i>"), seconds until it frees (-1 unknown)}.
+#: KEYS log, tok, live, budgets...; ARGV id ('': only look, reserve nothing), rpm, tpm,
+#: max_concurrency (0 = none), window, tokens, lease, cost, then per budget: usd, period end
+#: (epoch), ttl (s). Returns {"ok", now} or {what refused ("c", "r", "t", "b<i>"), seconds
+#: until it frees (-1 unknown)}.
 TAKE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -71,6 +72,7 @@ for i = 1, nb do
     return {'b' .. i, tostring(math.max(0, ends - t[1]))}
   end
 end
+if id == '' then return {'ok', tostring(now)} end
 for i = 1, nb do
   redis.call('HINCRBYFLOAT', KEYS[3 + i], 'reserved', cost)
   redis.call('EXPIRE', KEYS[3 + i], ARGV[8 + 3 * i])

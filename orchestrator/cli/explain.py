@@ -23,6 +23,7 @@ from orchestrator.cli.preflight import load, names
 from orchestrator.cli.tables import Tables
 from orchestrator.cli.text import UsageError, read_file_text, read_stdin
 from orchestrator.config import Config
+from orchestrator.engine.capacity import look
 from orchestrator.engine.classify import reason_of
 from orchestrator.engine.serving import Verdict, explain
 from orchestrator.routing.router import Keys
@@ -93,6 +94,7 @@ def _rows(verdicts: tuple[Verdict, ...], indent: str = "") -> list[tuple[str, ..
 async def _explained(config: Config, name: str, request: Request, keys: Keys | None) -> Any:
     async with AsyncExitStack() as stack:
         await config.open_health(stack)  # the circuits other processes opened
+        await look(config.agents[name], request)  # what every process took of the limits
         return explain(config.agents[name], request, keys)
 
 

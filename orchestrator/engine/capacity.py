@@ -15,6 +15,7 @@ nothing). A refused call is skipped without a request (``AtCapacity``,
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,15 +40,22 @@ __all__ = [
     "Want",
     "admit",
     "admit_waiting",
+    "again",
     "every_child_full",
+    "look",
+    "nested",
     "peek",
     "refused_error",
     "settle",
+    "unnested",
 ]
 
 Unpriced = Literal["dearest", "refuse"] | tuple[float, float]
 _COUNTLESS: dict[str, Want] = {}  # provider name -> its Want when nothing is counted
 _POLL = 0.01  # how often a wait for a call in flight to end looks again (seconds)
+#: The budgets of the chains the current run is nested in (:func:`nested`): each call of
+#: its providers counts against them too, as a call of those chains' own providers does.
+_OUTER: ContextVar[tuple[Charge, ...]] = ContextVar("failover_outer_budgets", default=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +94,7 @@ class Capacity:
 
 def store_of(health: Any, clock: Clock) -> CapacityStore:
     """Where limits live: the health store's capacity, or this process's memory."""
-    store: CapacityStore | None = getattr(health, "capacity", None)
+    store: CapacityStore | None = None if health is None else getattr(health, "capacity", None)
     return store if store is not None else default_capacity(clock)
 
 
@@ -97,7 +105,8 @@ def want_of(
     refusal of a provider with no price under ``budget_unpriced="refuse"``."""
     limits = getattr(provider, "limits", None)
     own: Budget | None = getattr(provider, "budget", None)
-    if own is None and rules.budget is None:
+    outer = _OUTER.get()
+    if own is None and rules.budget is None and not outer:
         if limits is None:
             return None
         if not limits.tpm:  # the same every call: made once (the hot path's allocation)
@@ -110,6 +119,7 @@ def want_of(
         charges.append(Charge(f"provider:{provider.name}", own, "provider"))
     if rules.budget is not None:
         charges.append(Charge(f"agent:{agent_name}", rules.budget, "agent"))
+    charges += [c for c in outer if all(c.key != mine.key for mine in charges)]
     tokens = input_tokens_counted(request) if limits is not None and limits.tpm else 0
     cost = 0.0
     fallback = None
@@ -170,6 +180,23 @@ def peek(agent: FallbackAgent, provider: Any, request: Request) -> BaseException
     return None if want is None else refused_error(provider.name, want)
 
 
+async def look(agent: FallbackAgent, request: Request, depth: int = 0) -> None:
+    """Before :func:`peek` (``failover explain``): have a shared store read what each
+    provider's limiter and budgets hold now, for every process (nested chains too); a
+    store in memory needs nothing. Nothing is taken."""
+    store = store_of(agent.health_store, agent.clock)
+    ask = getattr(store, "look", None)
+    for member in agent.members:
+        inner = getattr(member, "agent", None)
+        if inner is not None:
+            if depth < 8:  # chains nest a few levels; bounded as explain is
+                await look(inner, request, depth + 1)
+            continue
+        want = want_of(agent.name, agent.capacity, getattr(member, "provider"), request)  # noqa: B009
+        if ask is not None and isinstance(want, Want):
+            await ask(want)
+
+
 def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException | Want | None:
     """Reserve a call to ``provider`` now, without a coroutine (the hot path): a Ticket to
     :func:`settle`, None when nothing limits it, the error to skip it with, or its
@@ -192,9 +219,10 @@ def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException |
     return want
 
 
-async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseException:
-    """Reserve ``want`` (from :func:`admit`) in a store that needs a round trip, or after
-    waiting up to ``wait_for_capacity`` (within the run's deadline) for a limit to free."""
+async def admit_waiting(run: Run, name: str, want: Want) -> Ticket | BaseException:
+    """Reserve ``want`` (from :func:`admit`) for provider ``name`` in a store that needs a
+    round trip, or after waiting up to ``wait_for_capacity`` (within the run's deadline)
+    for a limit to free; the error to skip with when it may not wait."""
     agent = run.agent
     store, clock = store_of(agent.health_store, agent.clock), agent.clock
     wait = agent.capacity.wait
@@ -208,24 +236,57 @@ async def admit_waiting(run: Run, provider: Any, want: Want) -> Ticket | BaseExc
             return got
         pause = _POLL if got.free_in is None else max(got.free_in, 1e-3)
         if got.reason != "at_capacity" or until is None or clock.now() + pause > until:
-            return refused_error(provider.name, got)
+            return refused_error(name, got)
         events.emit(
             "info",
             "capacity_wait",
             agent=agent.name,
-            child=provider.name,
+            child=name,
             limit=got.which,
             wait=pause,
         )
         await clock.sleep(pause)
 
 
+async def again(run: Run, ticket: Ticket, since: int) -> Ticket | BaseException:
+    """Before a retry of the call that took ``ticket`` (its request made the attempts from
+    ``since`` on): settle it, and take a slot of its own for the retry's request, as the
+    call's first request did (the same :class:`Want`). Each request sent counts against
+    ``rpm`` and ``tpm``; a retry that finds no slot waits as ``wait_for_capacity`` allows,
+    or gets the error its provider is skipped with (``at_capacity``, ``budget``)."""
+    pending = settle(run, ticket, since)
+    if pending is not None:
+        await pending
+    return await admit_waiting(run, ticket.want.name, ticket.want)
+
+
+def nested(run: Run) -> Token[tuple[Charge, ...]] | None:
+    """A nested chain of ``run`` is about to run: the calls of its providers count against
+    ``run``'s chain budget too (and against the budgets ``run`` itself is nested in), so
+    the outer budget sees all the spend made under it. The token for :func:`unnested`."""
+    budget = run.agent.capacity.budget
+    if budget is None:
+        return None
+    charge = Charge(f"agent:{run.agent.name}", budget, "agent")
+    return _OUTER.set((*_OUTER.get(), charge))
+
+
+def unnested(token: Token[tuple[Charge, ...]] | None) -> None:
+    """The nested chain :func:`nested` was called for ended."""
+    if token is not None:
+        _OUTER.reset(token)
+
+
 def settle(run: Run, ticket: Ticket, since: int) -> Awaitable[None] | None:
     """Settle ``ticket`` with what the call's attempts (``run.log.attempts[since:]``) used;
-    an awaitable when the store needs a round trip for it (Redis)."""
+    an awaitable when the store needs a round trip for it (Redis). Once: a settled ticket
+    is left as it is."""
+    if ticket.settled:
+        return None
     want = ticket.want
-    store = store_of(run.agent.health_store, run.agent.clock)
-    if not want.charges and (want.limits is None or not want.limits.tpm):
+    store = ticket.store or store_of(run.agent.health_store, run.agent.clock)
+    limits = want.limits
+    if not want.charges and (limits is None or limits.tpm is None):
         return store.settle(ticket, None, 0.0)  # nothing counted to correct: the hot path
     mine = (a for a in run.log.attempts[since:] if a.agent == want.name and a.attempt_number)
     tokens, cost = used_by(mine, want.price)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.engine import capacity
 from orchestrator.engine.attempt import accepts, attempt, report_call, skip
-from orchestrator.engine.retrying import retries_later, retry
+from orchestrator.engine.retrying import Held, retries_later, retry
 from orchestrator.engine.run import Run, Via
 from orchestrator.errors import (
     ContextWindowExceeded,
@@ -77,14 +77,15 @@ class ProviderChild:
         (:meth:`can_serve`) is not sent: judged here, after the hand-over hooks
         (so a request ``before_fallback`` shortened is judged as it will be sent)
         and inside a hedge's lane too. Then its limits and budgets are reserved
-        (:mod:`~orchestrator.engine.capacity`) and, once the call ends, settled.
+        (:mod:`~orchestrator.engine.capacity`) and, once the call ends, settled; each
+        retry takes a reservation of its own (:func:`~orchestrator.engine.capacity.again`).
         """
         unfit = self.can_serve(request)
         ticket = capacity.admit(run, self.provider, request) if unfit is None else None
         if isinstance(ticket, capacity.Want):  # a round trip to the store, or a wait
-            ticket = await capacity.admit_waiting(run, self.provider, ticket)
+            ticket = await capacity.admit_waiting(run, self.name, ticket)
         if isinstance(ticket, BaseException):
-            unfit = ticket  # at a limit or over a budget: skipped too, or the run ends
+            unfit, ticket = ticket, None  # at a limit or over a budget: skipped, or the run ends
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         # What the agent's order reads (calls in flight, latency): None for most orders.
@@ -92,9 +93,12 @@ class ProviderChild:
         routing = call_began(run, name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
         since = len(run.log.attempts)
+        held = None if ticket is None else (ticket, since)  # what its retries renew
         try:
             outcome = await (
-                self._call(run, request, via) if via != "again" else self._again(run, request)
+                self._call(run, request, via, held)
+                if via != "again"
+                else self._again(run, request, held)
             )
         except asyncio.CancelledError:
             run.log.verdict = None
@@ -103,7 +107,7 @@ class ProviderChild:
             report_call(run, name)
             if routing is not None:
                 call_ended(run, routing, name, outcome)
-            if isinstance(ticket, capacity.Ticket):
+            if ticket is not None:
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
                     await pending
@@ -115,19 +119,28 @@ class ProviderChild:
             run.deferred.append(Deferred(self.name, made, outcome))
         return run.leave(self.name, outcome)
 
-    async def _again(self, run: Run, request: Request) -> Result | BaseException:
+    async def _again(self, run: Run, request: Request, held: Held | None) -> Result | BaseException:
         """The retries that waited for the later children to fail (:class:`Deferred`)."""
         later = next(d for d in run.deferred if d.name == self.name)
         run.deferred.remove(later)
         run.log.note = "retried last: the later children failed first"
         return await retry(
-            run, self.callee, request, later.error, self.policy, last_resort=False, made=later.made
+            run,
+            self.callee,
+            request,
+            later.error,
+            self.policy,
+            last_resort=False,
+            made=later.made,
+            held=held,
         )
 
     def _retried_last(self, run: Run, error: BaseException) -> bool:
         return run.retryable(error, self.policy) and retries_later(run, error, self.policy)
 
-    async def _call(self, run: Run, request: Request, via: Via) -> Result | BaseException:
+    async def _call(
+        self, run: Run, request: Request, via: Via, held: Held | None
+    ) -> Result | BaseException:
         """The first attempt and, if it failed and may be retried now, the retries."""
         provider, policy = self.callee, self.policy
         outcome = await attempt(run, provider, request, 1, policy, via == "probe")
@@ -140,8 +153,9 @@ class ProviderChild:
             and not retries_later(run, outcome, policy)
             and not (policy.probe_when_down and self.down.is_down and run.later)
         ):
+            last_resort = via == "last_resort"
             outcome = await retry(
-                run, provider, request, outcome, policy, last_resort=via == "last_resort"
+                run, provider, request, outcome, policy, last_resort=last_resort, held=held
             )
         return outcome
 
@@ -234,12 +248,14 @@ class ChainChild:
         inner = Run.start(self.agent, request, run.schema, None, run.delivery, within=run)
         routing = call_began(run, self.name) if run.agent.router.tracks else None
         outcome: Result | BaseException | None = None
+        outer = capacity.nested(run)  # its calls count against this chain's budget too
         try:
             outcome = result = await inner.execute(counted_by=run.agent.health_store)
         except (FallbackError, RateLimited) as e:  # RateLimited: all its children at capacity
             outcome = e
             return run.leave(self.name, e)
         finally:
+            capacity.unnested(outer)
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
             if routing is not None:

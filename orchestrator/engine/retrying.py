@@ -15,7 +15,8 @@ from tenacity import AsyncRetrying, RetryCallState
 from tenacity.stop import stop_all, stop_any, stop_base
 
 from orchestrator import events
-from orchestrator.engine.attempt import attempt, watch_hook
+from orchestrator.engine import capacity
+from orchestrator.engine.attempt import attempt, skip, watch_hook
 from orchestrator.errors import HookError, InvalidOutput
 from orchestrator.types import Result
 
@@ -25,7 +26,12 @@ if TYPE_CHECKING:
     from orchestrator.policy import RetryPolicy
     from orchestrator.types import Request
 
+#: A call's reservation (:mod:`~orchestrator.engine.capacity`) and the index in the run's
+#: log of the first attempt it is for.
+Held = tuple["capacity.Ticket", int]
+
 __all__ = [
+    "Held",
     "StopCondition",
     "retries_later",
     "retry",
@@ -203,17 +209,24 @@ async def retry(
     *,
     last_resort: bool,
     made: int = 1,
+    held: Held | None = None,
 ) -> Result | BaseException:
     """Retry ``child`` after its attempt number ``made`` failed with ``first``; the Result
-    or the last error."""
+    or the last error. ``held``: the call's reservation; each retry sent takes its own."""
     since = len(run.log.attempts) - 1  # the first attempt, already in the log
     stop = stop_conditions(run, child.name, policy, last_resort=last_resort, since=since, made=made)
+    ticket, taken = held if held is not None else (None, 0)
     try:
         async for try_ in _retrying(run, child.name, policy, stop, made - 1):
             with try_:
                 n = try_.retry_state.attempt_number
                 if n == 1:
                     raise first  # replay the first attempt's outcome into tenacity
+                if ticket is not None and len(run.log.attempts) > taken:  # its request went
+                    got = await capacity.again(run, ticket, taken)
+                    if isinstance(got, BaseException):  # no slot: skipped, as a first call is
+                        return skip(run, child.name, got)
+                    ticket, taken = got, len(run.log.attempts)
                 outcome = await attempt(run, child, request, n + made - 1, policy)
                 if isinstance(outcome, Result):
                     return outcome
@@ -226,6 +239,11 @@ async def retry(
             # Why the retries ended early (deadline, budget, open circuit) belongs on the last try.
             run.log.amend_last(note=fired.note)
         return e
+    finally:
+        if ticket is not None and held is not None and ticket is not held[0]:
+            pending = capacity.settle(run, ticket, taken)  # the retries' own reservation
+            if pending is not None:
+                await pending
     raise AssertionError("unreachable: tenacity ended without an outcome")  # pragma: no cover
 
 

@@ -6,6 +6,8 @@ is counted at its final usage, like a whole reply.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from orchestrator import Budget, FallbackAgent, Limits, Request
@@ -76,3 +78,19 @@ async def test_a_hundred_rpm_key_lets_a_hundred_of_a_thousand_through(
         except RateLimited:
             limited += 1
     assert (passed, limited, sim.count("openai")) == (100, 922, 100)
+
+
+async def test_retries_count_against_rpm_at_the_simulator(sim: SimulatedServer) -> None:
+    # A retry is a request: 20 runs retrying a 503 three times each against rpm=10 once sent
+    # 40 requests (10 admitted runs x 4); each request now takes its own slot.
+    sim.set_default("openai", Fault.status(503))
+    agent = FallbackAgent(
+        [openai(sim, "a", limits=Limits(rpm=10))],
+        health=MemoryHealthStore(),
+        hedge_after=None,
+        max_retries=3,
+        retry_delay=0.001,
+    )
+    got = await asyncio.gather(*(agent.run("hi") for _ in range(20)), return_exceptions=True)
+    assert all(isinstance(g, FallbackError | RateLimited) for g in got)
+    assert sim.count("openai") == 10

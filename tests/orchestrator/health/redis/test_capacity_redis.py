@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from orchestrator import FallbackAgent, Limits, Request, Response
 from orchestrator.capacity import Refusal, Ticket, Want
+from orchestrator.cli.explain import _explained
+from orchestrator.config import load_config
 from orchestrator.function import FunctionProvider
 from orchestrator.health import RedisHealthStore
 from orchestrator.testing import capture_events
+from tests.conftest import write_chain
 from tests.orchestrator.health.redis.conftest import RedisServer
 
 pytestmark = pytest.mark.redis
@@ -92,3 +96,24 @@ def test_calls_on_a_new_loop_each_free_their_slots(redis_server: RedisServer, pr
     store = RedisHealthStore(redis_server.url, key_prefix=prefix)
     agent = FallbackAgent([provider], health=store)
     assert [agent.run_sync("hi").text for _ in range(10)] == ["ok"] * 10
+
+
+async def test_explain_shows_what_other_processes_took(
+    redis_server: RedisServer, prefix: str, tmp_path: Path
+) -> None:
+    other = RedisHealthStore(redis_server.url, key_prefix=prefix)  # another replica
+    assert isinstance(await other.capacity.take(Want("fn", Limits(rpm=1), 0, (), 0.0)), Ticket)
+    chain = f"""
+    providers:
+      fn: {{type: function, path: "os:getcwd", limits: {{rpm: 1}}}}
+    agents:
+      main:
+        providers: [fn]
+        health: {{redis_url: "{redis_server.url}", key_prefix: "{prefix}"}}
+    """
+    config = load_config(write_chain(tmp_path, chain), need_keys=False)
+    # This process took nothing and was never refused; the one slot is the other's.
+    verdicts = await _explained(config, "main", Request("x"), None)
+    assert [type(v.skipped).__name__ for v in verdicts] == ["AtCapacity"]
+    await other.aclose()
+    await config.agents["main"].health_store.aclose()  # type: ignore[union-attr]
