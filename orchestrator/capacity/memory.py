@@ -38,6 +38,24 @@ class _Call(Ticket):
         self.want, self.entry, self.settled, self.store = want, None, False, store
         self.log, self.seq, self.spends = log, seq, spends
 
+    def release(self) -> None:
+        """Free the call's slot, once: what a settle with nothing to correct or count does."""
+        if self.settled:
+            return None
+        self.settled = True
+        log = self.log
+        if log is not None:
+            with self.store._lock:  # type: ignore[union-attr]  # a MemoryCapacity's
+                log.inflight -= 1
+        return None
+
+
+class _Bare(_Call):
+    """A call a :class:`Lane` took: it counts nothing to settle (:meth:`release` it)."""
+
+    __slots__ = ()
+    counts = False
+
 
 class _Log:
     """One limiter: the start times and tokens of its calls in the window, oldest first,
@@ -119,7 +137,7 @@ class Lane:
                 room is not None and log.inflight >= room
             ):
                 return None
-            call: _Call = _new(_Call)
+            call: _Call = _new(_Bare)
             call.want, call.entry, call.settled, call.store = self.want, None, False, self.store
             call.log, call.seq, call.spends = log, log.gone + len(times), ()
             times.append(now)
@@ -177,16 +195,14 @@ class MemoryCapacity:
 
     def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
         """Correct the reserved tokens, count ``cost``, free the call's slot (once)."""
-        if ticket.settled:
-            return
-        ticket.settled = True
         call: _Call = ticket  # type: ignore[assignment]  # what take_now gave
         log, spends = call.log, call.spends
         if tokens is None and not spends:  # nothing to correct or count: free the slot
-            if log is not None:
-                with self._lock:
-                    log.inflight -= 1
+            call.release()
             return
+        if ticket.settled:
+            return
+        ticket.settled = True
         with self._lock:
             if log is not None:
                 log.inflight -= 1
