@@ -51,10 +51,12 @@ class _Call(Ticket):
 
 
 class _Bare(_Call):
-    """A call a :class:`Lane` took: it counts nothing to settle (:meth:`release` it)."""
+    """A call a :class:`Lane` took: it counts nothing to settle (:meth:`release` it), so
+    it has no tokens to find by ``seq`` and no budget: class values, not set per call."""
 
     __slots__ = ()
     counts = False
+    entry, seq, spends = None, 0, ()
 
 
 class _Log:
@@ -138,8 +140,7 @@ class Lane:
             ):
                 return None
             call: _Call = _new(_Bare)
-            call.want, call.entry, call.settled, call.store = self.want, None, False, self.store
-            call.log, call.seq, call.spends = log, log.gone + len(times), ()
+            call.want, call.settled, call.store, call.log = self.want, False, self.store, log
             times.append(now)
             log.toks.append(0)
             log.inflight += 1
