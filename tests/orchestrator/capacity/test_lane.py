@@ -54,20 +54,26 @@ async def test_a_limited_call_costs_at_most_one_python_call_over_a_plain_one() -
         assert extra <= 1, (health, extra)
 
 
+class Gate:
+    """A provider's function holding every call until ``opened`` is set; ``inside`` counts."""
+
+    def __init__(self) -> None:
+        self.opened, self.inside = asyncio.Event(), InFlight()
+
+    async def __call__(self, request: Request) -> Response:
+        with self.inside:
+            await self.opened.wait()
+        return Response("held")
+
+
 async def test_the_lane_is_exact_under_many_calls_in_flight(clock: FakeClock) -> None:
-    release = asyncio.Event()
-    inside = InFlight()
-
-    async def slow(request: Request) -> Response:
-        with inside:
-            await release.wait()
-        return Response("slow")
-
+    gate = Gate()
+    release, inside = gate.opened, gate.inside
     limits = Limits(rpm=30, max_concurrency=5)
-    a = FunctionProvider(slow, name="a", limits=limits)
+    a = FunctionProvider(gate, name="a", limits=limits)
     b = FunctionProvider(ok, name="b")
     agent = FallbackAgent([a, b], clock=clock, hedge_after=None)
-    handled: list[str] = []
+    handled: list[str | None] = []
     for _ in range(10):  # 10 rounds of 50 runs: 5 in flight at once, 30 in the window
         runs = [asyncio.create_task(agent.run("x")) for _ in range(50)]
         for _ in range(5):
