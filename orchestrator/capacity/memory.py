@@ -16,7 +16,9 @@ from orchestrator.capacity.model import Refusal, Ticket, Want
 from orchestrator.capacity.values import Limits, period_bounds
 from orchestrator.clock import SYSTEM_CLOCK, Clock
 
-__all__ = ["MemoryCapacity", "default_capacity", "reset_default_capacity"]
+__all__ = ["Lane", "MemoryCapacity", "default_capacity", "reset_default_capacity"]
+
+_new = object.__new__  # a ticket on the hot path without a Python __init__ to run
 
 
 class _Call(Ticket):
@@ -35,6 +37,26 @@ class _Call(Ticket):
     ) -> None:
         self.want, self.entry, self.settled, self.store = want, None, False, store
         self.log, self.seq, self.spends = log, seq, spends
+
+    def release(self) -> None:
+        """Free the call's slot, once: what a settle with nothing to correct or count does."""
+        if self.settled:
+            return None
+        self.settled = True
+        log = self.log
+        if log is not None:
+            with self.store._lock:  # type: ignore[union-attr]  # a MemoryCapacity's
+                log.inflight -= 1
+        return None
+
+
+class _Bare(_Call):
+    """A call a :class:`Lane` took: it counts nothing to settle (:meth:`release` it), so
+    it has no tokens to find by ``seq`` and no budget: class values, not set per call."""
+
+    __slots__ = ()
+    counts = False
+    entry, seq, spends = None, 0, ()
 
 
 class _Log:
@@ -90,6 +112,42 @@ class _Log:
             self.toks[index] = tokens
 
 
+class Lane:
+    """One limiter of a store for a :class:`Want` that counts nothing but requests and
+    calls in flight (no ``tpm``, no budget): what the engine keeps per provider, so a
+    call's take is one method call (:meth:`take`)."""
+
+    __slots__ = ("lock", "log", "room", "rpm", "store", "want", "window")
+
+    def __init__(self, store: MemoryCapacity, want: Want, log: _Log) -> None:
+        limits = want.limits
+        assert limits is not None and not limits.tpm and not want.charges
+        self.store, self.want, self.log, self.lock = store, want, log, store._lock
+        self.window, self.rpm = limits.window, limits.rpm
+        self.room = limits.max_concurrency  # None: no limit on calls in flight
+
+    def take(self) -> Ticket | None:
+        """A ticket when the call surely fits now (taken as :meth:`MemoryCapacity.take_now`
+        takes it), else None: nothing taken, ask ``take_now`` (a refusal's reason and
+        when it frees are decided there, by :meth:`_Log.refusal`)."""
+        log, now, window = self.log, self.store.clock.now(), self.window
+        times, rpm, room = log.times, self.rpm, self.room
+        with self.lock:
+            if times and times[0] <= now - window:
+                log.prune(now, window)
+            if (rpm is not None and len(times) >= rpm) or (
+                room is not None and log.inflight >= room
+            ):
+                return None
+            call: _Call = _new(_Bare)
+            call.want, call.settled, call.store, call.log = self.want, False, self.store, log
+            times.append(now)
+            log.toks.append(0)
+            log.inflight += 1
+            log.window = window
+        return call
+
+
 class MemoryCapacity:
     """Limiters and budgets of one process (the default; thread-safe, no I/O).
 
@@ -102,6 +160,8 @@ class MemoryCapacity:
         self._logs: dict[str, _Log] = {}
         self._spend: dict[str, list[float]] = {}  # key:period -> [spent, reserved]
         self._lock = threading.Lock()
+        #: False once :func:`reset_default_capacity` forgot it: a lane kept on it is stale.
+        self.current = True
 
     def peek(self, want: Want) -> Refusal | None:
         """Why ``want`` would be refused now; nothing is taken."""
@@ -136,16 +196,14 @@ class MemoryCapacity:
 
     def settle(self, ticket: Ticket, tokens: int | None, cost: float) -> None:
         """Correct the reserved tokens, count ``cost``, free the call's slot (once)."""
-        if ticket.settled:
-            return
-        ticket.settled = True
         call: _Call = ticket  # type: ignore[assignment]  # what take_now gave
         log, spends = call.log, call.spends
         if tokens is None and not spends:  # nothing to correct or count: free the slot
-            if log is not None:
-                with self._lock:
-                    log.inflight -= 1
+            call.release()
             return
+        if ticket.settled:
+            return
+        ticket.settled = True
         with self._lock:
             if log is not None:
                 log.inflight -= 1
@@ -154,6 +212,14 @@ class MemoryCapacity:
             for spend in spends:
                 spend[0] += cost
                 spend[1] -= call.want.cost
+
+    def lane(self, want: Want) -> Lane:
+        """The :class:`Lane` of ``want`` (one with no ``tpm`` and no budget) in this store."""
+        with self._lock:
+            log = self._logs.get(want.name)
+            if log is None:
+                log = self._logs[want.name] = _Log()
+        return Lane(self, want, log)
 
     def usage(self) -> dict[str, dict[str, float]]:
         """Each limiter's calls, tokens and in-flight count in its window; each budget's spend."""
@@ -222,4 +288,6 @@ def default_capacity(clock: Clock = SYSTEM_CLOCK) -> MemoryCapacity:
 def reset_default_capacity() -> None:
     """Forget the process-wide stores (for tests)."""
     with _default_lock:
+        for _, store in _defaults.values():
+            store.current = False
         _defaults.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from orchestrator.capacity.values import Budget, Limits
 
@@ -59,6 +59,14 @@ class Ticket:
     entry: object
     settled: bool = False
     store: CapacityStore | None = None
+    #: False for a ticket that counts nothing to settle (a limiter of requests and calls
+    #: in flight only): the caller frees it with :meth:`release`, reading no attempts.
+    counts: ClassVar[bool] = True
+
+    def release(self) -> Awaitable[None] | None:
+        """Free the slot of a ticket with ``counts`` False, once (its store's kind makes
+        it); an awaitable when that needs a round trip, as :meth:`CapacityStore.settle`."""
+        raise NotImplementedError(type(self).__name__)
 
 
 class CapacityStore(Protocol):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator import events
-from orchestrator.capacity.memory import default_capacity
+from orchestrator.capacity.memory import Lane, default_capacity
 from orchestrator.capacity.model import CapacityStore, Charge, Refusal, Ticket, Want, used_by
 from orchestrator.capacity.values import Budget
 from orchestrator.errors import AtCapacity, BudgetExceeded, BudgetSpent, RateLimited
@@ -69,6 +69,11 @@ class Capacity:
     budget: Budget | None = None
     wait: float | None = None
     unpriced: Unpriced = "dearest"
+    #: Per provider name: the health store, clock and limits a :class:`Lane` was made for
+    #: (:func:`admit` uses it while they are still the agent's and the provider's).
+    lanes: dict[str, tuple[Any, Any, Any, Lane]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def of(
@@ -203,20 +208,47 @@ def admit(run: Run, provider: Any, request: Request) -> Ticket | BaseException |
     :class:`Want` when it must go to :func:`admit_waiting` (a store with a round trip, or
     a refusal ``wait_for_capacity`` may wait out)."""
     agent = run.agent
-    want = want_of(agent.name, agent.capacity, provider, request)
+    rules = agent.capacity
+    held = rules.lanes.get(provider.name)
+    if held is not None:  # a limiter of requests only, in memory: one take, no Want to make
+        health, clock, limits, lane = held
+        if (
+            health is agent.health_store
+            and clock is agent.clock
+            and limits is getattr(provider, "limits", None)
+            and lane.store.current
+            and rules.budget is None
+            and getattr(provider, "budget", None) is None
+            and not _OUTER.get()
+        ):
+            got = lane.take()
+            if got is not None:
+                return got
+        else:
+            held = None  # made for another store or limits: made again below
+    want = want_of(agent.name, rules, provider, request)
     if want is None:
         return None
     if isinstance(want, Refusal):
         return refused_error(provider.name, want)
-    take_now = getattr(store_of(agent.health_store, agent.clock), "take_now", None)
+    store = store_of(agent.health_store, agent.clock)
+    take_now = getattr(store, "take_now", None)
     if take_now is None:
         return want
     got = take_now(want)
     if isinstance(got, Ticket):
+        if held is None and _requests_only(want) and hasattr(store, "lane"):
+            lane = store.lane(want)
+            rules.lanes[provider.name] = (agent.health_store, agent.clock, want.limits, lane)
         return got
-    if got.reason != "at_capacity" or agent.capacity.wait is None:
+    if got.reason != "at_capacity" or rules.wait is None:
         return refused_error(provider.name, got)
     return want
+
+
+def _requests_only(want: Want) -> bool:
+    """Whether ``want`` counts requests and calls in flight only (what a Lane takes)."""
+    return not want.charges and want.limits is not None and not want.limits.tpm
 
 
 async def admit_waiting(run: Run, name: str, want: Want) -> Ticket | BaseException:

@@ -108,7 +108,7 @@ class ProviderChild:
             if routing is not None:
                 call_ended(run, routing, name, outcome)
             if ticket is not None:
-                pending = capacity.settle(run, ticket, since)
+                pending = capacity.settle(run, ticket, since) if ticket.counts else ticket.release()
                 if pending is not None:  # a shared store's round trip
                     await pending
         self.down.after(self.policy, outcome, run.log.attempts[-1].attempt_number, run)
