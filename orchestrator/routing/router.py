@@ -23,7 +23,16 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.serving import Member
 
-__all__ = ["MAX_KEY_CHARS", "TOUCH_EVERY", "Held", "Keys", "Names", "Router", "check_key"]
+__all__ = [
+    "MAX_KEY_CHARS",
+    "MAX_SAMPLES",
+    "TOUCH_EVERY",
+    "Held",
+    "Keys",
+    "Names",
+    "Router",
+    "check_key",
+]
 
 #: Longer affinity or split keys are refused (a key names a conversation or a user).
 MAX_KEY_CHARS = 1024
@@ -87,6 +96,7 @@ class Router:
     __slots__ = (
         "_ttl",
         "arms",
+        "busy",
         "counts",
         "found",
         "names",
@@ -94,6 +104,7 @@ class Router:
         "owners",
         "plain",
         "recent",
+        "samples",
         "strategy",
         "times",
         "touch_every",
@@ -122,6 +133,11 @@ class Router:
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
         self.tracks = self.counts or self.times
+        #: Set when the state is found (:meth:`state`): a memory state's own counts of calls
+        #: in flight, counted and read here without a call; and the latency samples taken
+        #: since the last :meth:`fold`, for a state that takes them in batches.
+        self.busy: dict[str, int] | None = None
+        self.samples: list[tuple[str, float, float]] | None = None
 
     @property
     def affinity_ttl(self) -> float:
@@ -136,14 +152,31 @@ class Router:
         self.touch_every = min(TOUCH_EVERY, ttl / 100)
 
     def state(self, agent: FallbackAgent) -> RoutingState:
-        """The health store's routing state (shared by its users), else the agent's own."""
+        """The health store's routing state (shared by its users), else the agent's own,
+        with every latency sample taken so far in it (:meth:`fold`)."""
         found = self.found
         if found is None:
             shared = getattr(agent.health_store, "routing", None)
             if shared is None:
                 shared = self.own_state = MemoryRouting(agent.clock)
             found = self.found = shared
+            if self.counts and _plain(shared, ("began", "ended", "in_flight")):
+                self.busy = shared.busy
+            if self.times and _plain(shared, ("observe", "observe_many"), overridden=True):
+                self.samples = []
+        if self.samples:
+            self.fold()
         return found
+
+    def fold(self) -> None:
+        """Hand the latency samples taken since the last fold to the state (one call for
+        all: a ``latency`` agent folds when its order is made again, every
+        :data:`~orchestrator.routing.strategies.RERANK_AFTER` while busy, or at
+        :data:`MAX_SAMPLES`)."""
+        samples, self.samples = self.samples, []
+        if samples:
+            assert self.found is not None
+            self.found.observe_many(samples)  # type: ignore[attr-defined]
 
     def split(
         self, agent: FallbackAgent, request: Any, keys: Keys | None, peek: bool
@@ -211,6 +244,20 @@ class Router:
             recent.clear()  # bounded, lock-free: the next turns read the state again
         held = recent[hash(key)] = Held(digest)
         return held
+
+
+#: Latency samples a router keeps before it folds them into the state, at most.
+MAX_SAMPLES = 64
+
+
+def _plain(state: object, methods: tuple[str, ...], overridden: bool = False) -> bool:
+    """Whether ``state`` is a :class:`MemoryRouting` whose ``methods`` are its own (a
+    subclass's ``overridden`` ones count too; a method set on the instance does not)."""
+    if not isinstance(state, MemoryRouting):
+        return False
+    mine = vars(state)
+    own = {m: getattr(MemoryRouting, m) for m in methods}
+    return all(m not in mine and (overridden or getattr(type(state), m) is own[m]) for m in methods)
 
 
 #: Affinity keys a router remembers (what it last read or wrote); emptied when full.

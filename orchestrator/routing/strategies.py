@@ -138,10 +138,16 @@ class LeastBusy:
 
     def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         router, names = agent.router, agent.names
-        busy = (router.found or router.state(agent)).in_flight
-        if not busy(names[0]):
-            return agent.members  # the first is idle: none is less busy (the usual case)
-        counts = [busy(name) for name in names]
+        busy = router.busy  # a memory state's counts, read without a call
+        if busy is not None:
+            if not busy.get(names[0]):
+                return agent.members  # the first is idle: none is less busy (the usual case)
+            counts = [busy.get(name, 0) for name in names]
+        else:
+            in_flight = (router.found or router.state(agent)).in_flight
+            if not in_flight(names[0]):
+                return agent.members
+            counts = [in_flight(name) for name in names]
         if min(counts) == counts[0]:
             return agent.members  # the first is among the least busy: chain order
         ranked = sorted(range(len(names)), key=counts.__getitem__)
