@@ -22,7 +22,7 @@ from orchestrator.errors import (
     ToolsUnsupported,
 )
 from orchestrator.policy import RetryPolicy
-from orchestrator.routing.tally import call_began, call_ended
+from orchestrator.routing.tally import call_began
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
@@ -106,8 +106,8 @@ class ProviderChild:
             raise
         finally:
             report_call(run, name)
-            if router.tracks:
-                call_ended(run, name, outcome)
+            if router.ended is not None:
+                router.ended(run, name, outcome)
             if ticket is not None:
                 pending = capacity.settle(run, ticket, since)
                 if pending is not None:  # a shared store's round trip
@@ -261,8 +261,8 @@ class ChainChild:
             capacity.unnested(outer)
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
-            if router.tracks:
-                call_ended(run, self.name, outcome, inner)
+            if router.ended is not None:
+                router.ended(run, self.name, outcome, inner)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

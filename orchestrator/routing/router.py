@@ -8,7 +8,7 @@ and no affinity key the engine does not ask at all (:attr:`Router.plain`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.routing.state import (
@@ -18,6 +18,7 @@ from orchestrator.routing.state import (
     scoped_digest,
 )
 from orchestrator.routing.strategies import Strategy
+from orchestrator.routing.tally import call_ended, call_sampled
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_KEY_CHARS",
-    "MAX_SAMPLES",
     "TOUCH_EVERY",
     "Held",
     "Keys",
@@ -98,6 +98,7 @@ class Router:
         "arms",
         "busy",
         "counts",
+        "ended",
         "found",
         "names",
         "own_state",
@@ -108,7 +109,6 @@ class Router:
         "strategy",
         "times",
         "touch_every",
-        "tracks",
     )
 
     def __init__(
@@ -132,7 +132,10 @@ class Router:
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
-        self.tracks = self.counts or self.times
+        #: What the engine calls when a call to a child ends (None: nothing to tell).
+        self.ended: Callable[..., None] | None = (
+            call_ended if self.counts else call_sampled if self.times else None
+        )
         #: Set when the state is found (:meth:`state`): a memory state's own counts of calls
         #: in flight, counted and read here without a call; and the latency samples taken
         #: since the last :meth:`fold`, for a state that takes them in batches.
@@ -172,7 +175,7 @@ class Router:
         """Hand the latency samples taken since the last fold to the state (one call for
         all: a ``latency`` agent folds when its order is made again, every
         :data:`~orchestrator.routing.strategies.RERANK_AFTER` while busy, or at
-        :data:`MAX_SAMPLES`)."""
+        :data:`~orchestrator.routing.state.MAX_SAMPLES`)."""
         samples, self.samples = self.samples, []
         if samples:
             assert self.found is not None
@@ -244,10 +247,6 @@ class Router:
             recent.clear()  # bounded, lock-free: the next turns read the state again
         held = recent[hash(key)] = Held(digest)
         return held
-
-
-#: Latency samples a router keeps before it folds them into the state, at most.
-MAX_SAMPLES = 64
 
 
 def _plain(state: object, methods: tuple[str, ...], overridden: bool = False) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_AFFINITY_TTL",
     "FORGET_AFTER",
     "MAX_KEYS",
+    "MAX_SAMPLES",
     "MemoryRouting",
     "RoutingState",
     "key_digest",
@@ -38,6 +39,8 @@ ALPHA = 0.3
 HALF_LIFE = 5.0
 #: A figure this old (seconds) is forgotten: the next sample replaces it (an exploration).
 FORGET_AFTER = 10.0
+#: Latency samples a router keeps before it folds them into the state, at most.
+MAX_SAMPLES = 64
 #: An affinity key forgotten after this many seconds without a call (10 minutes).
 DEFAULT_AFFINITY_TTL = 600.0
 #: At most this many affinity keys are kept (the least recently used go first).

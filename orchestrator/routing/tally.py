@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from orchestrator.routing.router import MAX_SAMPLES
+from orchestrator.routing.state import MAX_SAMPLES
 from orchestrator.types import Result
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
 
-__all__ = ["call_began", "call_ended"]
+__all__ = ["call_began", "call_ended", "call_sampled"]
 
 
 def call_began(run: Run, name: str) -> None:
@@ -41,41 +41,52 @@ def call_began(run: Run, name: str) -> None:
 
 
 def call_ended(run: Run, name: str, outcome: object, inner: Run | None = None) -> None:
+    """The call to ``name`` ended with ``outcome`` (None: cancelled): no longer in flight,
+    and sampled when the order reads latency too (the engine asks ``router.ended``, this
+    when the order counts calls in flight)."""
+    router = run.agent.router
+    busy = router.busy
+    if busy is not None:
+        n = busy.get(name, 0)
+        busy[name] = n - 1 if n > 0 else 0
+    else:
+        (router.found or router.state(run.agent)).ended(name)
+    if router.times:
+        call_sampled(run, name, outcome, inner)
+
+
+def call_sampled(run: Run, name: str, outcome: object, inner: Run | None = None) -> None:
     """The call to ``name`` ended with ``outcome`` (None: cancelled): a provider's, timed by
     its answering attempt (the last in ``run``'s log), or a nested chain's, by its ``inner``
-    run (the engine asks when ``router.tracks``)."""
-    router = run.agent.router
-    if router.counts:
-        busy = router.busy
-        if busy is not None:
-            n = busy.get(name, 0)
-            busy[name] = n - 1 if n > 0 else 0
-        else:
-            (router.found or router.state(run.agent)).ended(name)
-    if outcome is None or not router.times:
+    run (``router.ended`` when the order reads latency only)."""
+    if inner is None and isinstance(outcome, Result):  # a provider's answer: the usual case
+        log = run.log
+        first_at = log.first_at  # the time to its first content (None: it came whole)
+        seconds = log.attempts[-1].duration if first_at is None else first_at - log.began
+    elif outcome is None:
         return
-    log = run.log if inner is None else inner.log
-    if isinstance(outcome, Result):  # a sample: the time to its first content
-        first_at = log.first_at  # None: the answer came whole
-        if first_at is not None:
-            seconds = first_at - (log.began if inner is None else log.started)
-        else:
-            seconds = log.attempts[-1].duration if inner is None else inner.elapsed()
     else:
-        took = (
-            inner.elapsed()
-            if inner is not None
-            else log.attempts[-1].duration
-            if log.attempts
-            else 0.0
-        )
-        known = router.state(run.agent).latency(name)
-        average = known[0] if known is not None and math.isfinite(known[0]) else took
-        seconds = max(took, 2 * average)
-    samples = router.samples
+        seconds = _sample(run, name, outcome, inner)
+    agent = run.agent
+    samples = agent.router.samples
     if samples is None:
-        (router.found or router.state(run.agent)).observe(name, seconds)
+        agent.router.state(agent).observe(name, seconds)
         return
-    samples.append((name, seconds, run.agent.clock.now()))
+    samples.append((name, seconds, agent.clock.now()))
     if len(samples) >= MAX_SAMPLES:
-        router.fold()
+        agent.router.fold()
+
+
+def _sample(run: Run, name: str, outcome: object, inner: Run | None) -> float:
+    """A nested chain's sample (timed by its ``inner`` run), or a failed call's."""
+    if isinstance(outcome, Result):
+        assert inner is not None
+        first_at = inner.log.first_at
+        return inner.elapsed() if first_at is None else first_at - inner.log.started
+    log = run.log
+    took = (
+        inner.elapsed() if inner is not None else log.attempts[-1].duration if log.attempts else 0.0
+    )
+    known = run.agent.router.state(run.agent).latency(name)
+    average = known[0] if known is not None and math.isfinite(known[0]) else took
+    return max(took, 2 * average)
