@@ -59,10 +59,18 @@ def route(
     explanation) changes nothing: the next run draws what it shows.
     """
     router = agent.router
-    if router.arms is not None:
-        return router.split(agent, request, keys, peek)
     strategy = router.strategy
-    ranked = agent.members if strategy is None else strategy.rank(agent, request, peek, None)
+    if strategy is not None:  # (a split draws its arm by key, when there is one)
+        ranked = strategy.rank(
+            agent, request, peek, None if keys is None else router.draw(agent, keys)
+        )
+    elif keys is None:
+        return agent.members, None  # a plain agent's explanation
+    else:
+        ranked = agent.members
+    arms = router.arms
+    if arms is not None:  # a split: the arm is its first child's (an affinity key splits)
+        return ranked, arms[agent.members.index(ranked[0])]
     if keys is None or keys.affinity is None:
         return ranked, None
     held = router.holder(agent, keys, peek)

@@ -181,16 +181,12 @@ class Router:
             assert self.found is not None
             self.found.observe_many(samples)  # type: ignore[attr-defined]
 
-    def split(
-        self, agent: FallbackAgent, request: Any, keys: Keys | None, peek: bool
-    ) -> tuple[tuple[Member, ...], str]:
-        """A split's order of ``agent``'s children and the arm drawn (by key, else by rng)."""
-        assert self.strategy is not None and self.arms is not None
-        draw = None
-        if keys is not None and keys.split is not None:
-            draw = int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
-        ranked = self.strategy.rank(agent, request, peek, draw)
-        return ranked, self.arms[agent.members.index(ranked[0])]
+    def draw(self, agent: FallbackAgent, keys: Keys) -> float | None:
+        """A split's draw for ``keys`` (its key's hash in [0, 1): the same key, the same
+        arm), or None (drawn from the agent's rng; not a split, or no split key)."""
+        if self.arms is None or keys.split is None:
+            return None
+        return int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
 
     def holder(self, agent: FallbackAgent, keys: Keys, peek: bool) -> str | None:
         """The child holding ``keys.affinity``. The state is read at most once per
@@ -199,16 +195,18 @@ class Router:
         ``peek`` reads without remembering."""
         now = agent.clock.now()
         held = self.recent.get(hash(keys.affinity))
-        if held is not None and 0.0 <= now - held.synced < self.touch_every:
+        if held is not None and held.synced <= now < held.until:
+            child = held.child
             if not peek and not held.owed:
-                keys.kept_by, keys.kept = self, held.child
-            return held.child
+                keys.kept_by, keys.kept = self, child
+            return child
         assert keys.affinity is not None
         digest = keys.digest(agent.name) if held is None else held.digest
         child = (self.found or self.state(agent)).affinity(digest)
         if not peek:
             held = held or self._remember(keys.affinity, digest)
             held.child, held.synced, held.owed = child, now, True
+            held.until = now + self.touch_every
         return child
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
@@ -272,12 +270,14 @@ class Held:
     two keys whose hashes collide, which needs the process's secret seed to aim, would
     share one for a second)."""
 
-    __slots__ = ("child", "digest", "owed", "synced")
+    __slots__ = ("child", "digest", "owed", "synced", "until")
 
     def __init__(self, digest: str) -> None:
         self.digest = digest
         self.child: str | None = None
-        self.synced = -math.inf
+        #: When this router last read the key from the state, and until when that stands
+        #: (``synced`` + :attr:`Router.touch_every`).
+        self.synced = self.until = -math.inf
         #: The turn that read the state writes the key back (its ttl refreshed).
         self.owed = False
 

@@ -140,7 +140,7 @@ CLOCK_CODE = {FakeClock.now.__code__, FakeClock.wall.__code__}
 ADDED_CALLS = {
     "weighted": 2,  # the seam, the strategy
     "cost": 2,
-    "split": 3,  # the seam, the split, its weighted draw
+    "split": 2,  # the seam, its weighted draw (the arm is looked up in the seam)
     "least_busy": 4,  # ... and one began and one ended (the memory state's counts: no call)
     "latency": 3,  # ... and one sample, batched (the order is reused for 50 ms)
     "affinity": 4,  # the keys, the seam, the holder, the served turn
