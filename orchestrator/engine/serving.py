@@ -59,19 +59,17 @@ def route(
     explanation) changes nothing: the next run draws what it shows.
     """
     router = agent.router
-    strategy = router.strategy
-    if strategy is not None:  # (a split draws its arm by key, when there is one)
-        ranked = strategy.rank(
-            agent, request, peek, None if keys is None else router.draw(agent, keys)
-        )
-    elif keys is None:
-        return agent.members, None  # a plain agent's explanation
-    else:
+    strategy, arms = router.strategy, router.arms
+    if keys is None:  # the usual run: the strategy's order (a split's arm is its first child's)
+        ranked = agent.members if strategy is None else strategy.rank(agent, request, peek, None)
+        return ranked, None if arms is None else arms[agent.members.index(ranked[0])]
+    if strategy is None:
         ranked = agent.members
-    arms = router.arms
-    if arms is not None:  # a split: the arm is its first child's (an affinity key splits)
+    else:  # a split draws its arm by the key (an affinity key splits too)
+        ranked = strategy.rank(agent, request, peek, router.draw(agent, keys))
+    if arms is not None:
         return ranked, arms[agent.members.index(ranked[0])]
-    if keys is None or keys.affinity is None:
+    if keys.affinity is None:
         return ranked, None
     held = router.holder(agent, keys, peek)
     if held is not None and held != router.names[ranked][0]:

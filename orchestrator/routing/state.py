@@ -151,14 +151,25 @@ class MemoryRouting:
         A ``latency`` agent's router hands them over in batches (:meth:`Router.fold
         <orchestrator.routing.router.Router.fold>`), so this loop is its per-call cost."""
         averages, keep_new, half_life, forget = self.averages, _KEEP, HALF_LIFE, FORGET_AFTER
-        for child, seconds, now in samples:
-            known = averages.get(child)
-            if known is not None:
-                age = now - known[1]
-                if age < forget:
-                    keep = keep_new * 0.5 ** (age / half_life) if age > 0.0 else keep_new
-                    seconds = keep * known[0] + (1.0 - keep) * seconds
-            averages[child] = (seconds, now)
+        child, average, at = None, 0.0, 0.0  # the child whose figure is being moved
+        for name, seconds, now in samples:
+            if name != child:  # (a batch is mostly runs of one child: the fastest goes first)
+                if child is not None:
+                    averages[child] = (average, at)
+                child, known = name, averages.get(name)
+                if known is None:
+                    average, at = seconds, now
+                    continue
+                average, at = known
+            age = now - at
+            if age < forget:
+                keep = keep_new * 0.5 ** (age / half_life) if age > 0.0 else keep_new
+                average = keep * average + (1.0 - keep) * seconds
+            else:
+                average = seconds
+            at = now
+        if child is not None:
+            averages[child] = (average, at)
 
     def latency(self, child: str) -> tuple[float, float] | None:
         # Asked for each child when a ``latency`` agent ranks (every 50 ms while busy).

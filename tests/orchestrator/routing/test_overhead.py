@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 import sys
 import time
 from typing import Any
@@ -251,3 +252,17 @@ async def test_latency_samples_reach_the_state_in_batches_with_the_same_figures(
         observe_many(alone, [sample])
     for name in "abc":
         assert store.routing.averages.get(name) == alone.averages.get(name)
+
+
+def test_a_batch_of_samples_moves_the_figures_exactly_as_one_at_a_time(clock: FakeClock) -> None:
+    rng = random.Random(5)
+    for _ in range(200):  # runs of one child, gaps of 0 to past FORGET_AFTER, new children
+        one_by_one, batched = MemoryHealthStore(clock=clock), MemoryHealthStore(clock=clock)
+        samples = []
+        for _ in range(rng.randint(0, 40)):
+            clock.advance(rng.choice([0.0, 1e-4, 0.5, 3.0, 12.0]))
+            sample = (rng.choice("aab"), rng.random(), clock.now())
+            one_by_one.routing.observe(sample[0], sample[1])
+            samples.append(sample)
+        batched.routing.observe_many(samples)
+        assert batched.routing.averages == one_by_one.routing.averages
