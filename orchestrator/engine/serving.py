@@ -128,8 +128,9 @@ def explain(
     agent: FallbackAgent, request: Request, keys: Keys | None = None, *, depth: int = 0
 ) -> tuple[Verdict, ...]:
     """The order a run of ``request`` on ``agent`` would try its children in, and why
-    each would be skipped; nothing is sent and nothing in the store changes. A nested
-    chain lists its own children (``inner``) in the order its run would try them."""
+    each would be skipped; nothing is sent and nothing in the store changes (but latency
+    samples already taken, folded in as the run would first). A nested chain lists its
+    own children (``inner``) in the order its run would try them."""
     store = agent.health_store
     members, _ = route(agent, request, keys, peek=True)
     out = []
