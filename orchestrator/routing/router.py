@@ -40,10 +40,11 @@ MAX_KEY_CHARS = 1024
 
 class Keys:
     """A run's routing keys: ``affinity`` (first to the child that served it last)
-    and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
-    not given). Nested chains see the keys of the run they are part of."""
+    and ``split`` (which arm of a :class:`~orchestrator.Split`; None: the affinity key
+    splits). Nested chains see the keys of the run they are part of."""
 
     # Class defaults, set on the instance once used (a run per call: the fewer set, the better).
+    split: str | None = None
     made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
     #: The router that found ``kept`` holding the affinity key, synced with the state
     #: lately: a turn it serves changes nothing there (:meth:`Router.served`).
@@ -54,11 +55,11 @@ class Keys:
         """The keys of a run, checked (``split_key`` None: the affinity key splits)."""
         if affinity.__class__ is not str or not 0 < len(affinity) <= MAX_KEY_CHARS:
             check_key(affinity, "affinity")  # says what is wrong (None is fine)
-        if split_key is None:
-            split_key = affinity
-        elif split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
-            check_key(split_key, "split_key")
-        self.affinity, self.split = affinity, split_key
+        self.affinity = affinity
+        if split_key is not None:
+            if split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
+                check_key(split_key, "split_key")
+            self.split = split_key
 
     def digest(self, agent: str) -> str:
         """The stored form of the affinity key for the agent named ``agent``."""
@@ -184,9 +185,10 @@ class Router:
     def draw(self, agent: FallbackAgent, keys: Keys) -> float | None:
         """A split's draw for ``keys`` (its key's hash in [0, 1): the same key, the same
         arm), or None (drawn from the agent's rng; not a split, or no split key)."""
-        if self.arms is None or keys.split is None:
+        key = keys.affinity if keys.split is None else keys.split
+        if self.arms is None or key is None:
             return None
-        return int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
+        return int(scoped_digest(agent.name, key), 16) / 2.0**64
 
     def holder(self, agent: FallbackAgent, keys: Keys, peek: bool) -> str | None:
         """The child holding ``keys.affinity``. The state is read at most once per
