@@ -22,7 +22,7 @@ from orchestrator.errors import (
     ToolsUnsupported,
 )
 from orchestrator.policy import RetryPolicy
-from orchestrator.routing.tally import call_began, call_ended
+from orchestrator.routing.tally import call_began
 from orchestrator.tokens import fits, input_tokens_at_least
 from orchestrator.types import Request, Result
 
@@ -89,8 +89,9 @@ class ProviderChild:
         if unfit is not None:
             return run.leave(self.name, skip(run, self.name, unfit))
         # What the agent's order reads (calls in flight, latency): None for most orders.
-        name = self.name
-        routing = call_began(run, name) if run.agent.router.tracks else None
+        name, router = self.name, run.agent.router
+        if router.counts:
+            call_began(run, name)
         outcome: Result | BaseException | None = None
         since = len(run.log.attempts)
         held = None if ticket is None else (ticket, since)  # what its retries renew
@@ -105,8 +106,8 @@ class ProviderChild:
             raise
         finally:
             report_call(run, name)
-            if routing is not None:
-                call_ended(run, routing, name, outcome)
+            if router.ended is not None:
+                router.ended(run, name, outcome)
             if ticket is not None:
                 pending = capacity.settle(run, ticket, since) if ticket.counts else ticket.release()
                 if pending is not None:  # a shared store's round trip
@@ -246,7 +247,9 @@ class ChainChild:
     async def run_in(self, run: Run, request: Request, via: Via) -> Result | BaseException:
         """Run the inner chain; a Result, or its FallbackError to hand over with."""
         inner = Run.start(self.agent, request, run.schema, None, run.delivery, within=run)
-        routing = call_began(run, self.name) if run.agent.router.tracks else None
+        router = run.agent.router
+        if router.counts:
+            call_began(run, self.name)
         outcome: Result | BaseException | None = None
         outer = capacity.nested(run)  # its calls count against this chain's budget too
         try:
@@ -258,8 +261,8 @@ class ChainChild:
             capacity.unnested(outer)
             run.log.attempts.extend(inner.log.attempts)
             run.arm = run.arm or inner.arm  # an inner split's arm is the call's
-            if routing is not None:
-                call_ended(run, routing, self.name, outcome, inner)
+            if router.ended is not None:
+                router.ended(run, self.name, outcome, inner)
         if run.agent.accept is not None and not result.stopped:
             refused = await self._outer_accept(run, result)
             if refused is not None:

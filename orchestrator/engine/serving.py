@@ -59,11 +59,17 @@ def route(
     explanation) changes nothing: the next run draws what it shows.
     """
     router = agent.router
-    if router.arms is not None:
-        return router.split(agent, request, keys, peek)
-    strategy = router.strategy
-    ranked = agent.members if strategy is None else strategy.rank(agent, request, peek, None)
-    if keys is None or keys.affinity is None:
+    strategy, arms = router.strategy, router.arms
+    if keys is None:  # the usual run: the strategy's order (a split's arm is its first child's)
+        ranked = agent.members if strategy is None else strategy.rank(agent, request, peek, None)
+        return ranked, None if arms is None else arms[agent.members.index(ranked[0])]
+    if strategy is None:
+        ranked = agent.members
+    else:  # a split draws its arm by the key (an affinity key splits too)
+        ranked = strategy.rank(agent, request, peek, router.draw(agent, keys))
+    if arms is not None:
+        return ranked, arms[agent.members.index(ranked[0])]
+    if keys.affinity is None:
         return ranked, None
     held = router.holder(agent, keys, peek)
     if held is not None and held != router.names[ranked][0]:
@@ -122,8 +128,9 @@ def explain(
     agent: FallbackAgent, request: Request, keys: Keys | None = None, *, depth: int = 0
 ) -> tuple[Verdict, ...]:
     """The order a run of ``request`` on ``agent`` would try its children in, and why
-    each would be skipped; nothing is sent and nothing in the store changes. A nested
-    chain lists its own children (``inner``) in the order its run would try them."""
+    each would be skipped; nothing is sent and nothing in the store changes (but latency
+    samples already taken, folded in as the run would first). A nested chain lists its
+    own children (``inner``) in the order its run would try them."""
     store = agent.health_store
     members, _ = route(agent, request, keys, peek=True)
     out = []

@@ -8,7 +8,7 @@ and no affinity key the engine does not ask at all (:attr:`Router.plain`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.routing.state import (
@@ -18,12 +18,21 @@ from orchestrator.routing.state import (
     scoped_digest,
 )
 from orchestrator.routing.strategies import Strategy
+from orchestrator.routing.tally import call_ended, call_sampled
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.engine.serving import Member
 
-__all__ = ["MAX_KEY_CHARS", "TOUCH_EVERY", "Held", "Keys", "Names", "Router", "check_key"]
+__all__ = [
+    "MAX_KEY_CHARS",
+    "TOUCH_EVERY",
+    "Held",
+    "Keys",
+    "Names",
+    "Router",
+    "check_key",
+]
 
 #: Longer affinity or split keys are refused (a key names a conversation or a user).
 MAX_KEY_CHARS = 1024
@@ -31,10 +40,11 @@ MAX_KEY_CHARS = 1024
 
 class Keys:
     """A run's routing keys: ``affinity`` (first to the child that served it last)
-    and ``split`` (which arm of a :class:`~orchestrator.Split`; the affinity key when
-    not given). Nested chains see the keys of the run they are part of."""
+    and ``split`` (which arm of a :class:`~orchestrator.Split`; None: the affinity key
+    splits). Nested chains see the keys of the run they are part of."""
 
     # Class defaults, set on the instance once used (a run per call: the fewer set, the better).
+    split: str | None = None
     made: tuple[str, str] | None = None  # (agent, digest): asked twice per run
     #: The router that found ``kept`` holding the affinity key, synced with the state
     #: lately: a turn it serves changes nothing there (:meth:`Router.served`).
@@ -45,11 +55,11 @@ class Keys:
         """The keys of a run, checked (``split_key`` None: the affinity key splits)."""
         if affinity.__class__ is not str or not 0 < len(affinity) <= MAX_KEY_CHARS:
             check_key(affinity, "affinity")  # says what is wrong (None is fine)
-        if split_key is None:
-            split_key = affinity
-        elif split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
-            check_key(split_key, "split_key")
-        self.affinity, self.split = affinity, split_key
+        self.affinity = affinity
+        if split_key is not None:
+            if split_key.__class__ is not str or not 0 < len(split_key) <= MAX_KEY_CHARS:
+                check_key(split_key, "split_key")
+            self.split = split_key
 
     def digest(self, agent: str) -> str:
         """The stored form of the affinity key for the agent named ``agent``."""
@@ -87,17 +97,19 @@ class Router:
     __slots__ = (
         "_ttl",
         "arms",
+        "busy",
         "counts",
+        "ended",
         "found",
         "names",
         "own_state",
         "owners",
         "plain",
         "recent",
+        "samples",
         "strategy",
         "times",
         "touch_every",
-        "tracks",
     )
 
     def __init__(
@@ -121,7 +133,15 @@ class Router:
         #: What runs tell the state: calls in flight (``least_busy``), latency (``latency``).
         self.counts = strategy is not None and strategy.counts
         self.times = strategy is not None and strategy.times
-        self.tracks = self.counts or self.times
+        #: What the engine calls when a call to a child ends (None: nothing to tell).
+        self.ended: Callable[..., None] | None = (
+            call_ended if self.counts else call_sampled if self.times else None
+        )
+        #: Set when the state is found (:meth:`state`): a memory state's own counts of calls
+        #: in flight, counted and read here without a call; and the latency samples taken
+        #: since the last :meth:`fold`, for a state that takes them in batches.
+        self.busy: dict[str, int] | None = None
+        self.samples: list[tuple[str, float, float]] | None = None
 
     @property
     def affinity_ttl(self) -> float:
@@ -136,25 +156,39 @@ class Router:
         self.touch_every = min(TOUCH_EVERY, ttl / 100)
 
     def state(self, agent: FallbackAgent) -> RoutingState:
-        """The health store's routing state (shared by its users), else the agent's own."""
+        """The health store's routing state (shared by its users), else the agent's own,
+        with every latency sample taken so far in it (:meth:`fold`)."""
         found = self.found
         if found is None:
             shared = getattr(agent.health_store, "routing", None)
             if shared is None:
                 shared = self.own_state = MemoryRouting(agent.clock)
             found = self.found = shared
+            if self.counts and _plain(shared, ("began", "ended", "in_flight")):
+                self.busy = shared.busy
+            if self.times and _plain(shared, ("observe", "observe_many"), overridden=True):
+                self.samples = []
+        if self.samples:
+            self.fold()
         return found
 
-    def split(
-        self, agent: FallbackAgent, request: Any, keys: Keys | None, peek: bool
-    ) -> tuple[tuple[Member, ...], str]:
-        """A split's order of ``agent``'s children and the arm drawn (by key, else by rng)."""
-        assert self.strategy is not None and self.arms is not None
-        draw = None
-        if keys is not None and keys.split is not None:
-            draw = int(scoped_digest(agent.name, keys.split), 16) / 2.0**64
-        ranked = self.strategy.rank(agent, request, peek, draw)
-        return ranked, self.arms[agent.members.index(ranked[0])]
+    def fold(self) -> None:
+        """Hand the latency samples taken since the last fold to the state (one call for
+        all: a ``latency`` agent folds when its order is made again, every
+        :data:`~orchestrator.routing.strategies.RERANK_AFTER` while busy, or at
+        :data:`~orchestrator.routing.state.MAX_SAMPLES`)."""
+        samples, self.samples = self.samples, []
+        if samples:
+            assert self.found is not None
+            self.found.observe_many(samples)  # type: ignore[attr-defined]
+
+    def draw(self, agent: FallbackAgent, keys: Keys) -> float | None:
+        """A split's draw for ``keys`` (its key's hash in [0, 1): the same key, the same
+        arm), or None (drawn from the agent's rng; not a split, or no split key)."""
+        key = keys.affinity if keys.split is None else keys.split
+        if self.arms is None or key is None:
+            return None
+        return int(scoped_digest(agent.name, key), 16) / 2.0**64
 
     def holder(self, agent: FallbackAgent, keys: Keys, peek: bool) -> str | None:
         """The child holding ``keys.affinity``. The state is read at most once per
@@ -163,16 +197,18 @@ class Router:
         ``peek`` reads without remembering."""
         now = agent.clock.now()
         held = self.recent.get(hash(keys.affinity))
-        if held is not None and 0.0 <= now - held.synced < self.touch_every:
+        if held is not None and held.synced <= now < held.until:
+            child = held.child
             if not peek and not held.owed:
-                keys.kept_by, keys.kept = self, held.child
-            return held.child
+                keys.kept_by, keys.kept = self, child
+            return child
         assert keys.affinity is not None
         digest = keys.digest(agent.name) if held is None else held.digest
         child = (self.found or self.state(agent)).affinity(digest)
         if not peek:
             held = held or self._remember(keys.affinity, digest)
             held.child, held.synced, held.owed = child, now, True
+            held.until = now + self.touch_every
         return child
 
     def held(self, agent: FallbackAgent, keys: Keys) -> tuple[str, str | None]:
@@ -213,6 +249,16 @@ class Router:
         return held
 
 
+def _plain(state: object, methods: tuple[str, ...], overridden: bool = False) -> bool:
+    """Whether ``state`` is a :class:`MemoryRouting` whose ``methods`` are its own (a
+    subclass's ``overridden`` ones count too; a method set on the instance does not)."""
+    if not isinstance(state, MemoryRouting):
+        return False
+    mine = vars(state)
+    own = {m: getattr(MemoryRouting, m) for m in methods}
+    return all(m not in mine and (overridden or getattr(type(state), m) is own[m]) for m in methods)
+
+
 #: Affinity keys a router remembers (what it last read or wrote); emptied when full.
 MAX_RECENT = 4096
 #: How often (seconds) a conversation's key is read from the state and written back (its
@@ -226,12 +272,14 @@ class Held:
     two keys whose hashes collide, which needs the process's secret seed to aim, would
     share one for a second)."""
 
-    __slots__ = ("child", "digest", "owed", "synced")
+    __slots__ = ("child", "digest", "owed", "synced", "until")
 
     def __init__(self, digest: str) -> None:
         self.digest = digest
         self.child: str | None = None
-        self.synced = -math.inf
+        #: When this router last read the key from the state, and until when that stands
+        #: (``synced`` + :attr:`Router.touch_every`).
+        self.synced = self.until = -math.inf
         #: The turn that read the state writes the key back (its ttl refreshed).
         self.owed = False
 

@@ -15,6 +15,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from orchestrator.clock import SYSTEM_CLOCK, Clock
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_AFFINITY_TTL",
     "FORGET_AFTER",
     "MAX_KEYS",
+    "MAX_SAMPLES",
     "MemoryRouting",
     "RoutingState",
     "key_digest",
@@ -37,6 +39,8 @@ ALPHA = 0.3
 HALF_LIFE = 5.0
 #: A figure this old (seconds) is forgotten: the next sample replaces it (an exploration).
 FORGET_AFTER = 10.0
+#: Latency samples a router keeps before it folds them into the state, at most.
+MAX_SAMPLES = 64
 #: An affinity key forgotten after this many seconds without a call (10 minutes).
 DEFAULT_AFFINITY_TTL = 600.0
 #: At most this many affinity keys are kept (the least recently used go first).
@@ -136,18 +140,36 @@ class MemoryRouting:
         return self.busy.get(child, 0)
 
     def observe(self, child: str, seconds: float) -> None:
-        """The average moves toward ``seconds``: the old one weighs ``1 - ALPHA``, less when
-        it is old (halved every :data:`HALF_LIFE` seconds since it last moved), nothing
-        after :data:`FORGET_AFTER` (a region that failed for long is judged by how it is
-        now). Asked on every call of a ``latency`` agent, so it does only that."""
-        now = self.clock.now()
-        known = self.averages.get(child)
-        if known is not None:
-            age = now - known[1]
-            if age < FORGET_AFTER:
-                keep = _KEEP * 0.5 ** (age / HALF_LIFE) if age > 0.0 else _KEEP
-                seconds = keep * known[0] + (1.0 - keep) * seconds
-        self.averages[child] = (seconds, now)
+        """One sample of ``child`` taken now (:meth:`observe_many`)."""
+        self.observe_many(((child, seconds, self.clock.now()),))
+
+    def observe_many(self, samples: Iterable[tuple[str, float, float]]) -> None:
+        """Samples ``(child, seconds, taken at)`` in the order taken: each moves its child's
+        average toward it. The old average weighs ``1 - ALPHA``, less when it is old
+        (halved every :data:`HALF_LIFE` seconds since it last moved), nothing after
+        :data:`FORGET_AFTER` (a region that failed for long is judged by how it is now).
+        A ``latency`` agent's router hands them over in batches (:meth:`Router.fold
+        <orchestrator.routing.router.Router.fold>`), so this loop is its per-call cost."""
+        averages, keep_new, half_life, forget = self.averages, _KEEP, HALF_LIFE, FORGET_AFTER
+        child, average, at = None, 0.0, 0.0  # the child whose figure is being moved
+        for name, seconds, now in samples:
+            if name != child:  # (a batch is mostly runs of one child: the fastest goes first)
+                if child is not None:
+                    averages[child] = (average, at)
+                child, known = name, averages.get(name)
+                if known is None:
+                    average, at = seconds, now
+                    continue
+                average, at = known
+            age = now - at
+            if age < forget:
+                keep = keep_new * 0.5 ** (age / half_life) if age > 0.0 else keep_new
+                average = keep * average + (1.0 - keep) * seconds
+            else:
+                average = seconds
+            at = now
+        if child is not None:
+            averages[child] = (average, at)
 
     def latency(self, child: str) -> tuple[float, float] | None:
         # Asked for each child when a ``latency`` agent ranks (every 50 ms while busy).

@@ -138,10 +138,16 @@ class LeastBusy:
 
     def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         router, names = agent.router, agent.names
-        busy = (router.found or router.state(agent)).in_flight
-        if not busy(names[0]):
-            return agent.members  # the first is idle: none is less busy (the usual case)
-        counts = [busy(name) for name in names]
+        busy = router.busy  # a memory state's counts, read without a call
+        if busy is not None:
+            if not busy.get(names[0]):
+                return agent.members  # the first is idle: none is less busy (the usual case)
+            counts = [busy.get(name, 0) for name in names]
+        else:
+            in_flight = (router.found or router.state(agent)).in_flight
+            if not in_flight(names[0]):
+                return agent.members
+            counts = [in_flight(name) for name in names]
         if min(counts) == counts[0]:
             return agent.members  # the first is among the least busy: chain order
         ranked = sorted(range(len(names)), key=counts.__getitem__)
@@ -160,22 +166,23 @@ class LatencyFirst:
 
     name = "latency"
     counts, times = False, True
-    __slots__ = ("explore_after", "made", "order", "orders")
+    __slots__ = ("explore_after", "made", "order", "orders", "until")
 
     def __init__(self, explore_after: float = EXPLORE_AFTER) -> None:
         self.explore_after = explore_after
         self.orders: dict[tuple[int, ...], Order] = {}
-        self.order: Order | None = None  # the last order made, reused until made + RERANK_AFTER
-        self.made = -math.inf
+        #: The last order made (at ``made``), reused until ``until`` (none: ``until`` is -inf).
+        self.order: Order = ()
+        self.made = self.until = -math.inf
 
     def rank(self, agent: Agent, request: Request, peek: bool, draw: Draw) -> Order:
         now = agent.clock.now()
-        order = self.order
-        if order is not None and 0.0 <= now - self.made < RERANK_AFTER:
-            return order
+        if self.made <= now < self.until:
+            return self.order
         order, explored = self._rank(agent, now, peek)
         if not peek:
-            self.order, self.made = (None, -math.inf) if explored else (order, now)
+            self.order, self.made = order, now
+            self.until = -math.inf if explored else now + RERANK_AFTER
         return order
 
     def _rank(self, agent: Agent, now: float, peek: bool) -> tuple[Order, bool]:

@@ -19,6 +19,7 @@ first keyed call, so it reads them whether or not it routed yet):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from orchestrator.clock import Clock
@@ -111,10 +112,12 @@ class SharedRouting(MemoryRouting):
     def in_flight(self, child: str) -> int:
         return super().in_flight(child) + self.others.get(child, 0)
 
-    def observe(self, child: str, seconds: float) -> None:
-        super().observe(child, seconds)
-        average, at = self.averages[child]
-        self._figures["l", child] = f"{average!r} {self._wall(at)!r}"
+    def observe_many(self, samples: Iterable[tuple[str, float, float]]) -> None:
+        samples = tuple(samples)
+        super().observe_many(samples)
+        for child in {s[0] for s in samples}:
+            average, at = self.averages[child]
+            self._figures["l", child] = f"{average!r} {self._wall(at)!r}"
 
     def explored(self, child: str) -> None:
         super().explored(child)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 import sys
 import time
 from typing import Any
@@ -135,14 +136,14 @@ def _python_calls(run: Any) -> int:
 
 
 CLOCK_CODE = {FakeClock.now.__code__, FakeClock.wall.__code__}
-#: Python calls each strategy adds to a run over priority, at most (main: weighted 4,
-#: cost 4, split 5, least_busy 8, latency 8, affinity 11).
+#: Python calls each strategy adds to a run over priority, at most (main: weighted 2,
+#: cost 2, split 3, least_busy 7, latency 5, affinity 4).
 ADDED_CALLS = {
     "weighted": 2,  # the seam, the strategy
     "cost": 2,
-    "split": 3,  # the seam, the split, its weighted draw
-    "least_busy": 7,  # ... and the first child's count, one began and one ended
-    "latency": 5,  # ... and one sample (the order is reused for 50 ms)
+    "split": 2,  # the seam, its weighted draw (the arm is looked up in the seam)
+    "least_busy": 4,  # ... and one began and one ended (the memory state's counts: no call)
+    "latency": 3,  # ... and one sample, batched (the order is reused for 50 ms)
     "affinity": 4,  # the keys, the seam, the holder, the served turn
 }
 
@@ -220,3 +221,48 @@ async def test_a_nested_chains_turns_write_the_store_once_a_second_at_each_level
     clock.advance(1.0)
     await outer.run("hi", affinity="conversation-1")
     assert sorted(writes) == ["a", "a", "inner", "inner"]  # the ttl refreshed, at each level
+
+
+async def test_latency_samples_reach_the_state_in_batches_with_the_same_figures(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryHealthStore(clock=clock)
+    agent = FallbackAgent(_kids(), order="latency", health=store, hedge_after=None, clock=clock)
+    one_by_one: list[tuple[str, float, float]] = []  # the same samples, told one at a time
+    batches: list[int] = []
+    observe_many = state_module.MemoryRouting.observe_many
+
+    def counted(self: Any, samples: Any) -> None:
+        samples = list(samples)
+        if self is store.routing:
+            batches.append(len(samples))
+            one_by_one.extend(samples)
+        observe_many(self, samples)
+
+    monkeypatch.setattr(state_module.MemoryRouting, "observe_many", counted)
+    for i in range(40):  # 40 calls in 0.2 s: the order is made again every 50 ms
+        result = await agent.run("hi")
+        clock.advance(0.005 * (1 + i % 2))
+        assert result.attempts[-1].agent in "abc"
+    assert len(batches) < 10 and sum(batches) < 40  # main: 40 calls into the state, one each
+    agent.router.state(agent)  # whoever reads the figures gets every sample in them
+    assert sum(batches) == 40
+    alone = state_module.MemoryRouting(clock)
+    for sample in one_by_one:
+        observe_many(alone, [sample])
+    for name in "abc":
+        assert store.routing.averages.get(name) == alone.averages.get(name)
+
+
+def test_a_batch_of_samples_moves_the_figures_exactly_as_one_at_a_time(clock: FakeClock) -> None:
+    rng = random.Random(5)
+    for _ in range(200):  # runs of one child, gaps of 0 to past FORGET_AFTER, new children
+        one_by_one, batched = MemoryHealthStore(clock=clock), MemoryHealthStore(clock=clock)
+        samples = []
+        for _ in range(rng.randint(0, 40)):
+            clock.advance(rng.choice([0.0, 1e-4, 0.5, 3.0, 12.0]))
+            sample = (rng.choice("aab"), rng.random(), clock.now())
+            one_by_one.routing.observe(sample[0], sample[1])
+            samples.append(sample)
+        batched.routing.observe_many(samples)
+        assert batched.routing.averages == one_by_one.routing.averages
