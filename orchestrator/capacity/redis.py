@@ -5,7 +5,8 @@ limiter's window log and every budget and reserves them all, atomically; the
 settle, when there is anything to give back, is a second round trip the call awaits. If Redis
 cannot be reached the store never fails a call: it falls back to a local share
 of each limit (``limit / replicas``, at least 1) in process memory, says so
-once per outage (event ``capacity_store_degraded``), and tries Redis again
+once per outage (event ``capacity_store_degraded``; a round trip sent before the
+store last changed state cannot flap it), and tries Redis again
 after ``retry_after`` seconds (``capacity_store_recovered``).
 """
 
@@ -56,6 +57,10 @@ class RedisCapacity:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scripts: tuple[Any, Any] | None = None
         self._down_until: float | None = None  # monotonic: use the local share until then
+        # Bumped when the store goes down or comes back: a round trip only moves the state
+        # if none moved since it was sent (replies from before an outage, or failures from
+        # before a recovery, end in any order under load and must not flap it).
+        self._epoch = 0
         self._seen: dict[str, tuple[Refusal, float]] = {}  # name -> last refusal, when
         self._owner, self._calls = uuid.uuid4().hex[:12], 0  # call ids: unique, cheap
         self._asked: dict[str, Want] = {}  # limiter name -> a call of it (what refresh reads)
@@ -82,16 +87,18 @@ class RedisCapacity:
             self._asked[want.name] = want
         call = f"{self._owner}{self._calls:x}"
         names, args = self._call_args(want, call)
+        epoch = self._epoch
         try:
             script = self._script_for_loop()[0]
             got = await script(keys=names, args=args)  # the connection's own timeout bounds it
         except (TimeoutError, OSError, ConnectionError) as e:
-            return self._degraded(want, e)
+            return self._degraded(want, e, epoch)
         except Exception as e:  # redis-py's own errors (ConnectionError, ResponseError...)
             if type(e).__module__.startswith("redis"):
-                return self._degraded(want, e)
+                return self._degraded(want, e, epoch)
             raise
-        self._recovered()
+        if epoch == self._epoch:
+            self._recovered()
         what, value = str(got[0]), float(got[1])
         if what == "ok":
             return Ticket(want, ("redis", call, names))
@@ -240,8 +247,11 @@ class RedisCapacity:
         got = self.local.take_now(_share(want, self.replicas))
         return Ticket(want, ("local", got)) if isinstance(got, Ticket) else got
 
-    def _degraded(self, want: Want, error: BaseException) -> Ticket | Refusal:
+    def _degraded(self, want: Want, error: BaseException, epoch: int) -> Ticket | Refusal:
+        if epoch != self._epoch:  # sent before the last change: this call alone goes local
+            return self._local_take(want)
         if self._down_until is None:
+            self._epoch += 1
             events.emit(
                 "warning",
                 "capacity_store_degraded",
@@ -257,6 +267,7 @@ class RedisCapacity:
     def _recovered(self) -> None:
         if self._down_until is not None:
             self._down_until = None
+            self._epoch += 1
             events.emit("info", "capacity_store_recovered", store="redis")
 
 
