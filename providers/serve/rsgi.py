@@ -6,7 +6,8 @@ a protocol; this module adapts them to the gateway's
 :class:`~providers.serve.exchange.Reply` back (RSGI measured faster than ASGI on
 granian: see docs/gateway.md). :func:`serve_granian` runs one granian worker on
 the gateway's own socket, in the caller's event loop, and drains it on ``stop``.
-A client that leaves cancels its request's task, and with it the run upstream.
+A client that leaves cancels its request's task, and with it the run upstream
+(watched from when the request is 50 ms old: :class:`GatewayRSGI`).
 A request granian cannot parse is answered by granian (a bare 400) and never
 reaches Python, so none of its bytes is echoed or logged.
 """
@@ -88,34 +89,61 @@ def _headers(reply: Reply) -> list[tuple[str, str]]:
 
 
 class GatewayRSGI:
-    """``gateway`` as an RSGI application; ``active`` counts the requests in Python now."""
+    """``gateway`` as an RSGI application; ``active`` counts the requests in Python now.
 
-    def __init__(self, gateway: Gateway) -> None:
+    A client that leaves cancels its request's task, and with it the run upstream. The
+    watch on a request's client starts once the request is ``watch_after`` seconds old
+    (so within twice that of the client leaving): a watch per request (a task around
+    granian's ``client_disconnect``, cancelled when the request ends) cost about a fifth of
+    the worker's Python time, and most requests end before a client could be missed."""
+
+    def __init__(self, gateway: Gateway, watch_after: float = 0.05) -> None:
         self.gateway = gateway
         self.active = 0
+        self.watch_after = watch_after
+        self._young: dict[asyncio.Task[Any], Any] = {}  # task -> protocol, not watched yet
+        self._older: dict[asyncio.Task[Any], Any] = {}  # young at the last sweep
+        self._watched: dict[asyncio.Task[Any], asyncio.Future[Any]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
             return
         ex = _Exchange(scope, protocol)
         self.active += 1
-        task = asyncio.current_task()
-        gone = asyncio.ensure_future(protocol.client_disconnect())
-        if task is not None:
-            gone.add_done_callback(lambda _: task.cancel())
+        task: Any = asyncio.current_task()  # granian runs each request as an asyncio task
+        self._young[task] = protocol
+        if self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep())
         try:
             reply = await self.gateway.handle(ex)
         except asyncio.CancelledError:
-            if gone.done():  # the client left: nobody to answer
+            gone = self._watched.get(task)
+            if gone is not None and gone.done():  # the client left: nobody to answer
                 return
             raise
         finally:
-            gone.cancel()
             self.active -= 1
+            if self._young.pop(task, None) is None and self._older.pop(task, None) is None:
+                self._watched.pop(task).cancel()
         if reply is not None:
             protocol.response_bytes(reply.status, _headers(reply), reply.body)
         elif ex.sink is None:
             protocol.response_empty(499, [])
+
+    async def _sweep(self) -> None:
+        """Every ``watch_after`` seconds, watch the clients of the requests that were young
+        at the last sweep; ends when no request is in Python (the next one restarts it)."""
+        try:
+            while self._young or self._older:
+                await asyncio.sleep(self.watch_after)
+                for task, protocol in self._older.items():
+                    gone = asyncio.ensure_future(protocol.client_disconnect())
+                    gone.add_done_callback(lambda _, task=task: task.cancel())
+                    self._watched[task] = gone
+                self._older, self._young = self._young, {}
+        finally:
+            self._sweeper = None
 
 
 async def serve_granian(
