@@ -199,9 +199,9 @@ class ResponsesStreamer:
     """``response.created``, a message item of text deltas, function_call items, then
     ``response.completed`` (the terminator; there is no ``[DONE]``)."""
 
-    # Nothing: every event of this format is numbered content (a comment would be the
-    # only unnumbered block its clients meet).
-    keep_alive = b""
+    # An SSE comment, as for chat completions: every event of this format is numbered, and a
+    # comment is none (SSE parsers skip it: the spec's, openai-python's, the JS SDK's).
+    keep_alive = b": keep-alive\n\n"
 
     def __init__(self, call: ClientCall) -> None:
         self._model = call.model

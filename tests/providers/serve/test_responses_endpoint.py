@@ -16,7 +16,9 @@ RESPONSES = "/v1/responses"
 
 
 def events(raw: str) -> list[dict[str, object]]:
-    return [json.loads(b.split("data: ", 1)[1]) for b in raw.strip().split("\n\n")]
+    """Each event's data; a block of comments alone (a keep-alive) is no event (SSE spec)."""
+    blocks = raw.strip().split("\n\n")
+    return [json.loads(b.split("data: ", 1)[1]) for b in blocks if not b.startswith(":")]
 
 
 async def test_json_and_stream_through_the_fallback(sim: SimulatedServer) -> None:

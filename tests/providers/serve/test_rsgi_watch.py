@@ -9,7 +9,7 @@ no timers, no granian.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 from providers.serve.exchange import Reply
 from providers.serve.rsgi import GatewayRSGI
@@ -17,7 +17,7 @@ from providers.serve.rsgi import GatewayRSGI
 
 class _Scope:
     proto, method, path, scheme, server = "http", "POST", "/v1/x", "http", ""
-    headers: dict[str, str] = {}
+    headers: ClassVar[dict[str, str]] = {}
 
 
 class _Protocol:
