@@ -1,12 +1,13 @@
 """Seconds a test can bound whatever else the machine runs: wall-clock time minus the time
-this process's threads were ready to run but waited for a CPU.
+the machine kept this process ready to run but waiting for a CPU.
 
 A bound on plain wall-clock time measures the machine: on a loaded 2-core CI machine
 (load 9) a call that costs 0.2 s of CPU waits a second or more for its turn, and a scaled
 benchmark bound of 0.75 s fails although the code waited for nothing it should not. Linux
 counts, per thread, the time it spent runnable on a run queue without a CPU
-(``/proc/self/task/*/schedstat``, second field): that is the machine's share, and what is
-left is the code's own (its CPU time, its sleeps and timeouts, what it waited for over
+(``/proc/self/task/*/schedstat``, second field): the longest such wait of any one thread
+is the machine's share, at least (:meth:`Stopwatch.starved`), and what is left is the
+code's own (its CPU time, its sleeps and timeouts, what it waited for over
 loopback). A deliberate wait (a sleep, a timeout, a backoff) is spent asleep, not
 runnable, so it is never subtracted: a regression that waits longer still fails.
 
