@@ -1,8 +1,8 @@
 """The granian adapter watches a request's client only once the request is old enough.
 
 A watch per request (a task around granian's ``client_disconnect``, cancelled at the end)
-cost about a fifth of the worker's Python time; most requests end before a client that left
-could be missed. Fake RSGI scope and protocol, ``watch_after=0`` (a sweep each loop turn):
+made granian take the GIL from another thread for each request, which stalled the worker
+(see ``GatewayRSGI``); most requests end before a client that left could be missed. Fake RSGI scope and protocol, ``watch_after=0`` (a sweep each loop turn):
 no timers, no granian.
 """
 
