@@ -38,9 +38,9 @@ class _Protocol:
 
 
 class _Gateway:
-    def __init__(self) -> None:
+    def __init__(self, slow: bool = False) -> None:
         self.release = asyncio.Event()
-        self.slow = False
+        self.slow = slow
         self.cancelled = 0
 
     async def handle(self, ex: Any) -> Reply:
@@ -62,19 +62,23 @@ def _app(gateway: _Gateway) -> GatewayRSGI:
     return GatewayRSGI(gateway, watch_after=0)  # type: ignore[arg-type]
 
 
+async def _assert_idle(app: GatewayRSGI) -> None:
+    """Nothing left behind: no sweeper, no request in any generation, no watch."""
+    await _turns()
+    assert app._sweeper is None and not (app._young or app._older or app._watched)
+
+
 async def test_requests_that_end_quickly_start_no_watch() -> None:
     app = _app(_Gateway())
     protocols = [_Protocol() for _ in range(100)]
     await asyncio.gather(*(app.__rsgi__(_Scope(), p) for p in protocols))
     assert [p.answered for p in protocols] == [[200]] * 100
     assert sum(p.watches for p in protocols) == 0
-    await _turns()
-    assert app._sweeper is None and not (app._young or app._older or app._watched)
+    await _assert_idle(app)
 
 
 async def test_a_client_that_leaves_a_long_request_cancels_it() -> None:
-    gateway = _Gateway()
-    gateway.slow = True
+    gateway = _Gateway(slow=True)
     app = _app(gateway)
     protocol = _Protocol()
     request = asyncio.ensure_future(app.__rsgi__(_Scope(), protocol))
@@ -83,13 +87,11 @@ async def test_a_client_that_leaves_a_long_request_cancels_it() -> None:
     protocol.left.set_result(None)
     await request  # cancelled inside, answered by nobody: returns quietly
     assert gateway.cancelled == 1 and protocol.answered == []
-    await _turns()
-    assert app._sweeper is None and not (app._young or app._older or app._watched)
+    await _assert_idle(app)
 
 
 async def test_a_watched_request_that_ends_normally_stops_its_watch() -> None:
-    gateway = _Gateway()
-    gateway.slow = True
+    gateway = _Gateway(slow=True)
     app = _app(gateway)
     protocols = [_Protocol() for _ in range(20)]
     requests = [asyncio.ensure_future(app.__rsgi__(_Scope(), p)) for p in protocols]
@@ -99,5 +101,4 @@ async def test_a_watched_request_that_ends_normally_stops_its_watch() -> None:
     await asyncio.gather(*requests)
     assert [p.answered for p in protocols] == [[200]] * 20 and gateway.cancelled == 0
     assert all(p.left.cancelled() for p in protocols)  # the watches ended with them
-    await _turns()
-    assert app._sweeper is None and not (app._young or app._older or app._watched)
+    await _assert_idle(app)
