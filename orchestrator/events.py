@@ -19,8 +19,9 @@ The attempt events carry what the attempt's span carries (see
 :mod:`orchestrator.telemetry`): ``decision`` (``success``, ``retry``,
 ``fallback``, ``stop``: what the engine did next; ``attempt_failed`` is emitted
 once it is decided, just before ``retry_scheduled``, ``fallback`` or
-``terminal_error``), ``reason``, ``input_tokens`` / ``output_tokens`` and
-``cost_usd`` when the provider reported them, and ``duration``.
+``terminal_error``), ``reason``, ``input_tokens`` / ``output_tokens`` (and
+``cache_read_tokens`` / ``cache_write_tokens``, the prompt cache's part of the input, when
+not 0) and ``cost_usd`` when the provider reported them, and ``duration``.
 """
 
 from __future__ import annotations
@@ -117,6 +118,10 @@ def attempt_fields(attempt: Attempt) -> dict[str, Any]:
     if attempt.usage is not None:
         fields["input_tokens"] = attempt.usage.input_tokens
         fields["output_tokens"] = attempt.usage.output_tokens
+        if attempt.usage.cache_read_tokens:
+            fields["cache_read_tokens"] = attempt.usage.cache_read_tokens
+        if attempt.usage.cache_write_tokens:
+            fields["cache_write_tokens"] = attempt.usage.cache_write_tokens
     if attempt.cost_usd is not None:
         fields["cost_usd"] = attempt.cost_usd
     elif attempt.unpriced:

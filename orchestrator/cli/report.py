@@ -34,7 +34,11 @@ __all__ = [
 def _usage(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
-    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    out = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    if usage.cache_read_tokens or usage.cache_write_tokens:  # the prompt cache's part
+        out["cache_read_tokens"] = usage.cache_read_tokens
+        out["cache_write_tokens"] = usage.cache_write_tokens
+    return out
 
 
 def error_json(error: BaseException | None) -> dict[str, Any] | None:

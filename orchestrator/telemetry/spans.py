@@ -339,6 +339,10 @@ def _outcome_attributes(
     if usage is not None:
         attrs[n.INPUT_TOKENS] = usage.input_tokens
         attrs[n.OUTPUT_TOKENS] = usage.output_tokens
+        if usage.cache_read_tokens:  # the prompt cache's part of the input, when it had one
+            attrs[n.CACHE_READ_TOKENS] = usage.cache_read_tokens
+        if usage.cache_write_tokens:
+            attrs[n.CACHE_WRITE_TOKENS] = usage.cache_write_tokens
     if attempt.cost_usd is not None:
         attrs[n.COST_USD] = attempt.cost_usd
     if attempt.error is not None:

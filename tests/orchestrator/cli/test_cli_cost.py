@@ -90,3 +90,21 @@ async def test_unpriced_attempts_are_the_billed_ones_cost_usd_leaves_out() -> No
     assert [x.unpriced for x in result.attempts] == [True, False, False]
     free = await FallbackAgent([Scripted("d", ["ok"])]).run("hi")  # no usage, no price
     assert [x.agent for x in free.unpriced_attempts] == ["d"]
+
+
+def test_json_shows_the_prompt_caches_part_of_the_input(
+    chain: Path, simulated_server: SimulatedServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A cache read is billed at its own rate: the tokens behind a cost must be in the report.
+    simulated_server.script("openai", [Fault.ok("yes", usage=(1000, 20, 600, 0))])
+    assert main(["run", str(chain), "--agent", "priced_first", "--json", "hi"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    cached = {"input_tokens": 1000, "output_tokens": 20, "cache_read_tokens": 600}
+    assert data["usage"] == {**cached, "cache_write_tokens": 0}
+    assert data["attempts"][0]["usage"] == data["usage"]
+    simulated_server.script("openai", [Fault.ok("yes", usage=(1000, 20))])
+    assert main(["run", str(chain), "--agent", "priced_first", "--json", "hi"]) == 0
+    assert json.loads(capsys.readouterr().out)["usage"] == {
+        "input_tokens": 1000,
+        "output_tokens": 20,
+    }

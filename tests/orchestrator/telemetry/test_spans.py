@@ -329,3 +329,36 @@ async def test_events_carry_the_attempt_spans_fields(otel: Otel) -> None:
         assert event.get("input_tokens") == attrs.get("gen_ai.usage.input_tokens")
         assert event.get("output_tokens") == attrs.get("gen_ai.usage.output_tokens")
         assert event.get("cost_usd") == attrs.get("failover.cost_usd")
+
+
+async def test_prompt_cache_tokens_reach_the_span_and_the_event(otel: Otel) -> None:
+    # Usage counted cache reads and writes (and billed them at cache rates), but no span,
+    # event or --json showed them: a cost nobody could trace to the cache.
+    from orchestrator.testing import capture_events
+
+    async with SimulatedServer() as sim:
+        sim.script("anthropic", [Fault.ok(usage=(1000, 5, 600, 200))])
+        agent = FallbackAgent([anthropic(sim)], max_retries=0)
+        with capture_events() as events:
+            result = await agent.run("x")
+    assert result.usage is not None and result.usage.cache_read_tokens == 600
+    (event,) = [e for e in events if e["event"] == "attempt_succeeded"]
+    (span,) = otel.attempt_spans()
+    attrs = span.attributes or {}
+    assert (event["cache_read_tokens"], event["cache_write_tokens"]) == (600, 200)
+    assert attrs["gen_ai.usage.cache_read.input_tokens"] == 600
+    assert attrs["gen_ai.usage.cache_creation.input_tokens"] == 200
+    assert event["input_tokens"] == attrs["gen_ai.usage.input_tokens"] == 1000
+
+
+async def test_no_cache_tokens_no_cache_fields(otel: Otel) -> None:
+    from orchestrator.testing import capture_events
+
+    async with SimulatedServer() as sim:
+        sim.script("anthropic", [Fault.ok(usage=(10, 5))])
+        with capture_events() as events:
+            await FallbackAgent([anthropic(sim)], max_retries=0).run("x")
+    (event,) = [e for e in events if e["event"] == "attempt_succeeded"]
+    attrs = otel.attempt_spans()[0].attributes or {}
+    assert "cache_read_tokens" not in event and "cache_write_tokens" not in event
+    assert not any("cache" in key for key in attrs)
