@@ -127,7 +127,9 @@ class GatewayRSGI:
         finally:
             self.active -= 1
             if self._young.pop(task, None) is None and self._older.pop(task, None) is None:
-                self._watched.pop(task).cancel()
+                gone = self._watched.pop(task, None)
+                if gone is not None:
+                    gone.cancel()
         if reply is not None:
             protocol.response_bytes(reply.status, _headers(reply), reply.body)
         elif ex.sink is None:
@@ -139,11 +141,14 @@ class GatewayRSGI:
         try:
             while self._young or self._older:
                 await asyncio.sleep(self.watch_after)
-                for task, protocol in self._older.items():
-                    gone = asyncio.ensure_future(protocol.client_disconnect())
+                older, self._older, self._young = self._older, self._young, {}
+                for task, protocol in older.items():
+                    try:
+                        gone = asyncio.ensure_future(protocol.client_disconnect())
+                    except RuntimeError:  # granian closed the protocol: nothing to watch
+                        continue
                     gone.add_done_callback(lambda _, task=task: task.cancel())
                     self._watched[task] = gone
-                self._older, self._young = self._young, {}
         finally:
             self._sweeper = None
 

@@ -102,3 +102,23 @@ async def test_a_watched_request_that_ends_normally_stops_its_watch() -> None:
     assert [p.answered for p in protocols] == [[200]] * 20 and gateway.cancelled == 0
     assert all(p.left.cancelled() for p in protocols)  # the watches ended with them
     await _assert_idle(app)
+
+
+async def test_a_protocol_that_cannot_be_watched_leaves_its_request_answered() -> None:
+    # granian raises when asked to watch a protocol it has closed: that request, and the
+    # ones watched after it in the same sweep, go on; nothing is left in the registries.
+    class _Closed(_Protocol):
+        def client_disconnect(self) -> asyncio.Future[None]:
+            self.watches += 1
+            raise RuntimeError("RSGIProtocolClosed")
+
+    gateway = _Gateway(slow=True)
+    app = _app(gateway)
+    protocols = [_Protocol(), _Closed(), _Protocol()]
+    requests = [asyncio.ensure_future(app.__rsgi__(_Scope(), p)) for p in protocols]
+    await _turns()
+    assert [p.watches for p in protocols] == [1, 1, 1]
+    gateway.release.set()
+    await asyncio.gather(*requests)
+    assert [p.answered for p in protocols] == [[200]] * 3
+    await _assert_idle(app)
