@@ -264,7 +264,7 @@ class Run:
             if isinstance(decision, Stop):
                 return self._stopped(decision), idx
             request = decision
-        if self.agent.hedge is not None and via in ("closed", "probe"):
+        if self.agent.hedges and via in ("closed", "probe"):
             from orchestrator.engine.hedging import can_hedge, race  # it imports the run
 
             if can_hedge(self, idx):
