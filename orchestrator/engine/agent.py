@@ -193,6 +193,7 @@ class FallbackAgent(KeywordChecked):
         # tracing=False; prompts and replies on them only with capture_content=True.
         self.tracing, self.capture_content = bool(tracing), bool(capture_content)
         self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
+        self.watched_by: object = None  # the instruments reporting its circuits, once they do
         self.router = router_for(self, order, weights, affinity_ttl)  # orchestrator.routing
 
     async def run(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from orchestrator.engine import capacity
 from orchestrator.engine.attempt import accepts, attempt, report_call, skip
@@ -96,11 +96,12 @@ class ProviderChild:
         since = len(run.log.attempts)
         held = None if ticket is None else (ticket, since)  # what its retries renew
         try:
-            outcome = await (
-                self._call(run, request, via, held)
-                if via != "again"
-                else self._again(run, request, held)
-            )
+            if via == "again":
+                outcome = await self._again(run, request, held)
+            else:  # the first attempt and, if it failed and may be retried now, the retries
+                outcome = await attempt(run, self.callee, request, 1, self.policy, via == "probe")
+                if self._retries_now(outcome, run, via):
+                    outcome = await self._retry(run, request, outcome, via, held)
         except asyncio.CancelledError:
             run.log.verdict = None
             raise
@@ -139,26 +140,30 @@ class ProviderChild:
     def _retried_last(self, run: Run, error: BaseException) -> bool:
         return run.retryable(error, self.policy) and retries_later(run, error, self.policy)
 
-    async def _call(
-        self, run: Run, request: Request, via: Via, held: Held | None
+    async def _retry(
+        self, run: Run, request: Request, error: BaseException, via: Via, held: Held | None
     ) -> Result | BaseException:
-        """The first attempt and, if it failed and may be retried now, the retries."""
-        provider, policy = self.callee, self.policy
-        outcome = await attempt(run, provider, request, 1, policy, via == "probe")
+        """The retries of a first attempt that failed with ``error``."""
+        last_resort = via == "last_resort"
+        policy = self.policy
+        return await retry(
+            run, self.callee, request, error, policy, last_resort=last_resort, held=held
+        )
+
+    def _retries_now(
+        self, outcome: Result | BaseException, run: Run, via: Via
+    ) -> TypeGuard[BaseException]:
+        """Whether the first attempt's ``outcome`` is a failure retried now, on this child."""
+        policy = self.policy
         # A half-open probe is one request, never retried: the circuit decides on it.
-        if (
+        return (
             not isinstance(outcome, Result)
             and policy.max_retries > 0
             and via != "probe"
             and run.retryable(outcome, policy)
             and not retries_later(run, outcome, policy)
             and not (policy.probe_when_down and self.down.is_down and run.later)
-        ):
-            last_resort = via == "last_resort"
-            outcome = await retry(
-                run, provider, request, outcome, policy, last_resort=last_resort, held=held
-            )
-        return outcome
+        )
 
 
 class Down:
