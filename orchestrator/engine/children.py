@@ -30,7 +30,16 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "Deferred", "Down", "ProviderChild", "come_back", "too_long"]
+__all__ = [
+    "ChainChild",
+    "Deferred",
+    "Down",
+    "ProviderChild",
+    "come_back",
+    "last_resort",
+    "rescue",
+    "too_long",
+]
 
 
 class ProviderChild:
@@ -209,6 +218,56 @@ async def come_back(run: Run, prev: str, error: BaseException) -> Result | BaseE
             return outcome
         error, prev = outcome, later.name
     return error
+
+
+async def rescue(
+    run: Run,
+    called: bool,
+    skipped: dict[int, tuple[BaseException, float]],
+    prev: str | None,
+    last_error: BaseException | None,
+) -> Result | None:
+    """After every child failed or was skipped: the retries that waited for the later
+    children (:func:`come_back`), or the last resort when every circuit was open
+    (:func:`last_resort`); a Result, or None when neither answered."""
+    if run.deferred and last_error is not None and prev is not None:
+        back = await come_back(run, prev, last_error)
+        if isinstance(back, Result):
+            return back
+    if not called and skipped:
+        last = await last_resort(run, skipped)
+        if isinstance(last, Result):
+            return last
+    return None
+
+
+async def last_resort(
+    run: Run, skipped: dict[int, tuple[BaseException, float]]
+) -> Result | BaseException | None:
+    """Every circuit is open: try the child whose cooldown ends first, with its retries.
+
+    Rather than fail without a single request. The traffic is bounded: each
+    provider takes one last-resort call at a time (``HealthStore.last_resort``);
+    when every slot is taken the run fails fast (``None``) without a request.
+    """
+    store = run.agent.health_store
+    assert store is not None
+    for idx in sorted(skipped, key=lambda i: skipped[i][1]):
+        name = run.members[idx].name
+        if not store.last_resort(name):
+            continue
+        # The hand-over (and its redaction) is from the child just before it.
+        before = run.members[idx - 1].name if idx > 0 else None
+        run.log.note = "every circuit open: tried the one whose cooldown ends first"
+        outcome: Result | BaseException | None = None
+        try:
+            error = skipped[idx - 1][0] if idx else None
+            outcome, _ = await run.next_child(idx, before, error, "last_resort")
+        finally:
+            store.end_last_resort(name, succeeded=isinstance(outcome, Result))
+        return outcome
+    run.log.amend_last(note="every circuit open and each already has its last-resort call")
+    return None
 
 
 def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:

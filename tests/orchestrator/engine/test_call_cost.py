@@ -4,6 +4,7 @@ pays a branch for them, not work. Counted, on fake time."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -72,3 +73,31 @@ async def test_a_chain_of_two_providers_still_asks(
     assert (await agent.run("hi")).text == "first answer"
     assert agent.hedges and hedge_checks == [0]
     assert not FallbackAgent([Vendor("a"), Vendor("b")], hedge_after=None).hedges
+
+
+class Layers:
+    """A provider noting the engine's frames between ``FallbackAgent.run`` and its call."""
+
+    name = "layers"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def complete(self, request: Request) -> Response:
+        frame = sys._getframe(1)
+        seen = []
+        while frame is not None and frame.f_code is not FallbackAgent.run.__code__:
+            seen.append(frame.f_code.co_name)
+            frame = frame.f_back  # type: ignore[assignment]
+        self.seen = seen[::-1]
+        return Response(text="ok")
+
+
+async def test_the_first_child_is_called_through_no_layer_that_only_forwards(
+    clock: FakeClock,
+) -> None:
+    provider = Layers()
+    agent = FallbackAgent([provider], clock=clock)
+    assert (await agent.run("hi")).text == "ok"
+    # main: execute, _chain, next_child, run_in, _call, attempt (two that only forward)
+    assert provider.seen == ["execute", "_chain", "run_in", "attempt"]

@@ -1,12 +1,16 @@
 """What telemetry costs a run once it is set up (issue 22): the agents the circuit gauge
-reports are registered once, not looked up on every run."""
+reports are registered once, not looked up on every run; a request leaving with no span
+active asks the context once."""
 
 from __future__ import annotations
 
 import weakref
 from typing import Any
 
+import pytest
+
 from orchestrator import FallbackAgent, Request, Response
+from orchestrator.telemetry import trace_headers
 from orchestrator.telemetry.instruments import instruments
 from tests.orchestrator.telemetry.conftest import Otel
 
@@ -45,3 +49,25 @@ async def test_a_watched_agent_is_not_looked_up_on_every_run(otel: Otel) -> None
     other = FallbackAgent([Plain("other")])
     await other.run("x")
     assert set(watched) == {agent, other}  # a new agent is still registered, once
+
+
+def test_an_empty_context_is_not_asked_for_its_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import context, trace
+
+    asked: list[object] = []
+
+    def counted(*args: Any) -> Any:
+        asked.append(args)
+        return real(*args)
+
+    real = trace.get_current_span
+    monkeypatch.setattr(trace, "get_current_span", counted)
+    headers = {"authorization": "Bearer x"}
+    assert trace_headers(headers) is headers
+    assert asked == []  # main: asked on every request (its look-ups and an ABC check)
+    token = context.attach(context.set_value("unrelated", 1))
+    try:
+        assert trace_headers(headers) is headers  # a context without a span: asked, none
+    finally:
+        context.detach(token)
+    assert len(asked) == 1
