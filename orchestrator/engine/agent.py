@@ -160,6 +160,9 @@ class FallbackAgent(KeywordChecked):
         self.hedge = Hedging.of(
             hedge_after, max_hedges, self.children, (self.timeout, self.attempt_timeout)
         )
+        #: Whether a call can be hedged at all: hedging on and two providers to pair, in
+        #: whatever order a run tries them (else a call pays no hedging check).
+        self.hedges = self.hedge is not None and _providers(self.members) > 1
         if hedge_after is not None and hedge_after != "auto":  # the default warns of nothing
             check_hedged(self.members, hedge_after)
         if type(schema_retries) is not int or schema_retries < 0:  # a bool is not a count
@@ -190,6 +193,7 @@ class FallbackAgent(KeywordChecked):
         # tracing=False; prompts and replies on them only with capture_content=True.
         self.tracing, self.capture_content = bool(tracing), bool(capture_content)
         self.described: dict[str, Any] = {}  # each child's span attributes, made on first use
+        self.watched_by: object = None  # the instruments reporting its circuits, once they do
         self.router = router_for(self, order, weights, affinity_ttl)  # orchestrator.routing
 
     async def run(
@@ -285,6 +289,10 @@ class FallbackAgent(KeywordChecked):
 
     def __repr__(self) -> str:
         return f"FallbackAgent(name={self.name!r}, children={[c.name for c in self.children]!r})"
+
+
+def _providers(members: Sequence[object]) -> int:
+    return sum(isinstance(m, ProviderChild) for m in members)
 
 
 def _as_request(request: str | Request) -> Request:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from orchestrator.engine import capacity
 from orchestrator.engine.attempt import accepts, attempt, report_call, skip
@@ -30,7 +30,16 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.health import Admission, HealthStore
 
-__all__ = ["ChainChild", "Deferred", "Down", "ProviderChild", "come_back", "too_long"]
+__all__ = [
+    "ChainChild",
+    "Deferred",
+    "Down",
+    "ProviderChild",
+    "come_back",
+    "last_resort",
+    "rescue",
+    "too_long",
+]
 
 
 class ProviderChild:
@@ -96,11 +105,12 @@ class ProviderChild:
         since = len(run.log.attempts)
         held = None if ticket is None else (ticket, since)  # what its retries renew
         try:
-            outcome = await (
-                self._call(run, request, via, held)
-                if via != "again"
-                else self._again(run, request, held)
-            )
+            if via == "again":
+                outcome = await self._again(run, request, held)
+            else:  # the first attempt and, if it failed and may be retried now, the retries
+                outcome = await attempt(run, self.callee, request, 1, self.policy, via == "probe")
+                if self._retries_now(outcome, run, via):
+                    outcome = await self._retry(run, request, outcome, via, held)
         except asyncio.CancelledError:
             run.log.verdict = None
             raise
@@ -139,26 +149,30 @@ class ProviderChild:
     def _retried_last(self, run: Run, error: BaseException) -> bool:
         return run.retryable(error, self.policy) and retries_later(run, error, self.policy)
 
-    async def _call(
-        self, run: Run, request: Request, via: Via, held: Held | None
+    async def _retry(
+        self, run: Run, request: Request, error: BaseException, via: Via, held: Held | None
     ) -> Result | BaseException:
-        """The first attempt and, if it failed and may be retried now, the retries."""
-        provider, policy = self.callee, self.policy
-        outcome = await attempt(run, provider, request, 1, policy, via == "probe")
+        """The retries of a first attempt that failed with ``error``."""
+        last_resort = via == "last_resort"
+        policy = self.policy
+        return await retry(
+            run, self.callee, request, error, policy, last_resort=last_resort, held=held
+        )
+
+    def _retries_now(
+        self, outcome: Result | BaseException, run: Run, via: Via
+    ) -> TypeGuard[BaseException]:
+        """Whether the first attempt's ``outcome`` is a failure retried now, on this child."""
+        policy = self.policy
         # A half-open probe is one request, never retried: the circuit decides on it.
-        if (
+        return (
             not isinstance(outcome, Result)
             and policy.max_retries > 0
             and via != "probe"
             and run.retryable(outcome, policy)
             and not retries_later(run, outcome, policy)
             and not (policy.probe_when_down and self.down.is_down and run.later)
-        ):
-            last_resort = via == "last_resort"
-            outcome = await retry(
-                run, provider, request, outcome, policy, last_resort=last_resort, held=held
-            )
-        return outcome
+        )
 
 
 class Down:
@@ -204,6 +218,56 @@ async def come_back(run: Run, prev: str, error: BaseException) -> Result | BaseE
             return outcome
         error, prev = outcome, later.name
     return error
+
+
+async def rescue(
+    run: Run,
+    called: bool,
+    skipped: dict[int, tuple[BaseException, float]],
+    prev: str | None,
+    last_error: BaseException | None,
+) -> Result | None:
+    """After every child failed or was skipped: the retries that waited for the later
+    children (:func:`come_back`), or the last resort when every circuit was open
+    (:func:`last_resort`); a Result, or None when neither answered."""
+    if run.deferred and last_error is not None and prev is not None:
+        back = await come_back(run, prev, last_error)
+        if isinstance(back, Result):
+            return back
+    if not called and skipped:
+        last = await last_resort(run, skipped)
+        if isinstance(last, Result):
+            return last
+    return None
+
+
+async def last_resort(
+    run: Run, skipped: dict[int, tuple[BaseException, float]]
+) -> Result | BaseException | None:
+    """Every circuit is open: try the child whose cooldown ends first, with its retries.
+
+    Rather than fail without a single request. The traffic is bounded: each
+    provider takes one last-resort call at a time (``HealthStore.last_resort``);
+    when every slot is taken the run fails fast (``None``) without a request.
+    """
+    store = run.agent.health_store
+    assert store is not None
+    for idx in sorted(skipped, key=lambda i: skipped[i][1]):
+        name = run.members[idx].name
+        if not store.last_resort(name):
+            continue
+        # The hand-over (and its redaction) is from the child just before it.
+        before = run.members[idx - 1].name if idx > 0 else None
+        run.log.note = "every circuit open: tried the one whose cooldown ends first"
+        outcome: Result | BaseException | None = None
+        try:
+            error = skipped[idx - 1][0] if idx else None
+            outcome, _ = await run.next_child(idx, before, error, "last_resort")
+        finally:
+            store.end_last_resort(name, succeeded=isinstance(outcome, Result))
+        return outcome
+    run.log.amend_last(note="every circuit open and each already has its last-resort call")
+    return None
 
 
 def too_long(provider: Any, request: Request) -> ContextWindowExceeded | None:

@@ -205,52 +205,23 @@ class Run:
                     self.log.note = "half-open probe"
                     via = "probe"
                 self.later = idx + 1 < len(self.members)
-                outcome, resume = await self.next_child(idx, prev, last_error, via)
+                if prev is None and not agent.hedges:  # nothing to hand over, nor to hedge
+                    outcome, resume = await child.run_in(self, self.request, via), idx
+                else:
+                    outcome, resume = await self.next_child(idx, prev, last_error, via)
                 if not isinstance(outcome, BaseException):
                     return self._succeeded(outcome)
                 called, last_error, prev = True, outcome, self.members[resume].name
                 resume += 1
-            if self.deferred and last_error is not None and prev is not None:
-                from orchestrator.engine.children import come_back  # it imports the run
+            if self.deferred or (not called and skipped_):
+                from orchestrator.engine.children import rescue  # it imports the run
 
-                back = await come_back(self, prev, last_error)
-                if isinstance(back, Result):
-                    return self._succeeded(back)
-            if not called and skipped_:
-                last = await self._last_resort(skipped_)
-                if isinstance(last, Result):
-                    return self._succeeded(last)
+                rescued = await rescue(self, called, skipped_, prev, last_error)
+                if rescued is not None:
+                    return self._succeeded(rescued)
         except _DeadlinePassed:
             self.log.deadline_passed = True  # also when it passed between two children
         return await self._all_failed()
-
-    async def _last_resort(
-        self, skipped_: dict[int, tuple[BaseException, float]]
-    ) -> Result | BaseException | None:
-        """Every circuit is open: try the child whose cooldown ends first, with its retries.
-
-        Rather than fail without a single request. The traffic is bounded: each
-        provider takes one last-resort call at a time (``HealthStore.last_resort``);
-        when every slot is taken the run fails fast (``None``) without a request.
-        """
-        store = self.agent.health_store
-        assert store is not None
-        for idx in sorted(skipped_, key=lambda i: skipped_[i][1]):
-            name = self.members[idx].name
-            if not store.last_resort(name):
-                continue
-            # The hand-over (and its redaction) is from the child just before it.
-            before = self.members[idx - 1].name if idx > 0 else None
-            self.log.note = "every circuit open: tried the one whose cooldown ends first"
-            outcome: Result | BaseException | None = None
-            try:
-                error = skipped_[idx - 1][0] if idx else None
-                outcome, _ = await self.next_child(idx, before, error, "last_resort")
-            finally:
-                store.end_last_resort(name, succeeded=isinstance(outcome, Result))
-            return outcome
-        self.log.amend_last(note="every circuit open and each already has its last-resort call")
-        return None
 
     async def next_child(
         self, idx: int, prev: str | None, last_error: BaseException | None, via: Via
@@ -264,7 +235,7 @@ class Run:
             if isinstance(decision, Stop):
                 return self._stopped(decision), idx
             request = decision
-        if self.agent.hedge is not None and via in ("closed", "probe"):
+        if self.agent.hedges and via in ("closed", "probe"):
             from orchestrator.engine.hedging import can_hedge, race  # it imports the run
 
             if can_hedge(self, idx):

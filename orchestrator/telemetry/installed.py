@@ -93,7 +93,7 @@ _tracers = PerProvider()
 
 def tracer() -> Any:
     """The global provider's tracer, or ``None`` until an SDK tracer provider is installed."""
-    if api() is None:
+    if not (_api or api()):  # every run asks: once imported, no call to learn it
         return None
     provider = _read_tracer_provider()
     return None if provider is None else _tracers.get(provider, _sdk_tracer)
@@ -110,7 +110,7 @@ _meter_read: tuple[object, Any] = (None, None)
 def meter_provider() -> Any:
     """The global meter provider, or ``None`` until an SDK meter provider is installed."""
     global _meter_read
-    if api() is None:
+    if not (_api or api()):
         return None
     provider = _read_meter_provider()
     read = _meter_read

@@ -129,9 +129,10 @@ class Instruments:
     def watch(self, agent: FallbackAgent) -> None:
         """Report ``agent``'s circuits in ``failover.circuit.state`` and its capacity store's
         limiters and budgets in ``failover.capacity.used`` and ``failover.budget.spent``."""
-        if agent not in self.watched:
+        if agent.watched_by is not self:  # every run asks: a WeakSet look-up makes a weakref
             with _lock:
                 self.watched.add(agent)
+            agent.watched_by = self
 
     def _capacity_stores(self) -> list[Any]:
         """The capacity stores of the watched agents' health stores (those without one
@@ -220,5 +221,9 @@ def instruments() -> Instruments | None:
     provider = meter_provider()
     if provider is None:
         return None
-    made: Instruments = _instruments.get(provider, lambda p: Instruments(p.get_meter(n.SCOPE), p))
+    made: Instruments = _instruments.get(provider, _made_for)
     return made
+
+
+def _made_for(provider: Any) -> Instruments:
+    return Instruments(provider.get_meter(n.SCOPE), provider)
