@@ -1,0 +1,117 @@
+"""JSON through orjson only where its answer is the stdlib's (``providers.http.safe_json``).
+
+orjson parses 3-4x faster but is not a drop-in: it turns an integer past 64 bits into a
+float, refuses a lone surrogate and a BOM, and ``1e999``/``NaN`` for reasons not ours.
+Each case below passes through the stdlib's way with today's answer; each fails if
+plain ``orjson.loads`` is swapped in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.http import safe_json
+from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (b"18446744073709551616", 2**64),  # orjson: 1.8446744073709552e19
+        (b"-9223372036854775809", -(2**63) - 1),
+        (b'{"n": [123456789012345678901234567890]}', {"n": [123456789012345678901234567890]}),
+        (b'{"id": "1234567890123456789", "n": 5}', {"id": "1234567890123456789", "n": 5}),
+        (b"\xef\xbb\xbf{}", {}),  # a BOM: orjson refuses it, json.loads takes it
+        (b'["\\ud800"]', ["\ufffd"]),  # a lone surrogate's escape: orjson refuses it
+        (b'{"t": "\xed\xa0\x80"}', {"t": "\ufffd"}),  # its raw bytes
+        ('["\ud800"]', ["\ufffd"]),  # a str holding one (orjson: not UTF-8)
+        ('{"t": "caf\u00e9 \U0001f600"}', {"t": "caf\u00e9 \U0001f600"}),  # other text: orjson's
+    ],
+)
+def test_parse_json_answers_as_the_stdlib_where_orjson_differs(
+    document: bytes | str, expected: Any
+) -> None:
+    value = parse_json(document)
+    assert value == expected
+    assert type(value) is type(expected)
+    if isinstance(expected, int):
+        assert value == json.loads(document)
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        (b"[NaN]", "NaN is not a JSON number"),
+        (b"[-Infinity]", "-Infinity is not a JSON number"),
+        (b'{"n": 1e999}', "number out of range: 1e999"),
+        (b"[1, 2", "Expecting ',' delimiter"),
+    ],
+)
+def test_parse_json_refuses_with_its_own_reason(document: bytes, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_json(document)
+
+
+class _Counting:
+    """Wraps a parse function, counting its calls."""
+
+    def __init__(self, parse: Any) -> None:
+        self.parse, self.calls = parse, 0
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        return self.parse(*args)
+
+
+def test_a_healthy_reply_is_parsed_once_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _Counting(orjson.loads)
+    slow = _Counting(safe_json._DECODER.decode)
+    monkeypatch.setattr(safe_json, "orjson", SimpleNamespace(**{**vars(orjson), "loads": fast}))
+    monkeypatch.setattr(safe_json._DECODER, "decode", slow)
+    reply = b'{"id":"x","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":3}}'
+    assert parse_json(reply)["usage"] == {"prompt_tokens": 3}
+    assert parse_json(reply.decode())["id"] == "x"  # a stream event's text too
+    assert (fast.calls, slow.calls) == (2, 0)
+    with pytest.raises(ValueError, match="nested deeper"):  # bounds first: orjson not asked
+        parse_json(b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1))
+    assert parse_json(b"18446744073709551616") == 2**64  # the stdlib's: exact
+    assert (fast.calls, slow.calls) == (2, 1)
+
+
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=12,
+    )
+)
+def test_parse_json_equals_the_stdlib(value: Any) -> None:
+    document = json.dumps(value)
+    parsed = parse_json(document.encode())
+    assert parsed == json.loads(document)
+    assert json.dumps(parsed) == document  # same types: an int stays an int, -0.0 stays
+
+
+@given(
+    st.from_regex(r"-?(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?([eE][-+]?[0-9]{1,3})?", fullmatch=True)
+)
+def test_numbers_equal_float_and_int(text: str) -> None:
+    expected = json.loads(text)
+    if isinstance(expected, float) and not math.isfinite(expected):
+        with pytest.raises(ValueError, match="out of range"):
+            parse_json(text)
+        return
+    parsed = parse_json(text)
+    assert parsed == expected and type(parsed) is type(expected)
