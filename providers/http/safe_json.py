@@ -29,7 +29,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["MAX_JSON_DEPTH", "MAX_JSON_TOKENS", "parse_json", "replace_lone_surrogates"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_TOKENS",
+    "dumps_if_exact",
+    "json_body",
+    "parse_json",
+    "replace_lone_surrogates",
+]
 
 MAX_JSON_DEPTH = 512
 """Deepest nesting of arrays and objects accepted in a document from the network (real
@@ -175,6 +182,41 @@ def _by_stdlib(data: bytes | str) -> Any:
     if raw_surrogate or "\\ud" in text or "\\uD" in text:
         return _without_lone_surrogates(value)
     return value
+
+
+_PASSTHROUGH = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+"""What the stdlib refuses or writes its own way is refused (``TypeError``), not written."""
+
+
+def dumps_if_exact(value: Any) -> bytes | None:
+    """``value`` as compact UTF-8 JSON by orjson when it is provably the JSON value the
+    stdlib writes, else None: then the caller's stdlib encoder writes or refuses it, as
+    it always has.
+
+    Provably: orjson's text parses back equal to ``value``. That turns away what orjson
+    writes but the stdlib does not (``NaN`` or an infinity as ``null``, an ``Enum``'s
+    value, a ``UUID``'s text), and a tuple (it comes back a list); orjson itself refuses
+    a non-str key, an integer past 64 bits, a lone surrogate, a subclass of ``str``,
+    ``int``, ``dict`` or ``list``, a dataclass and a datetime. Its bytes differ from the
+    stdlib's only in spacing, in UTF-8 where ``ensure_ascii`` escapes, and in a float's
+    exponent (``1e-7``, not ``1e-07``): the same JSON.
+    """
+    try:
+        out = orjson.dumps(value, option=_PASSTHROUGH)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+    return out if orjson.loads(out) == value else None
+
+
+def json_body(payload: Any) -> bytes:
+    """The body of a request upstream: :func:`dumps_if_exact`, else ``json.dumps`` as
+    it always was (ASCII, and a ``NaN`` written as such: the upstream says what it thinks)."""
+    fast = dumps_if_exact(payload)
+    return json.dumps(payload).encode() if fast is None else fast
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -1,15 +1,21 @@
 """JSON through orjson only where its answer is the stdlib's (``providers.http.safe_json``).
 
-orjson parses 3-4x faster but is not a drop-in: it turns an integer past 64 bits into a
-float, refuses a lone surrogate and a BOM, and ``1e999``/``NaN`` for reasons not ours.
-Each case below passes through the stdlib's way with today's answer; each fails if
-plain ``orjson.loads`` is swapped in.
+orjson parses and writes 3-4x faster but is not a drop-in: it reads an integer past 64
+bits as a float, refuses a lone surrogate and a BOM, and ``1e999``/``NaN`` for reasons
+not ours; it writes ``NaN`` as ``null``, an ``Enum``, a ``UUID``, a dataclass and a
+datetime where the stdlib refuses them, and refuses non-str keys and big integers. Each
+case below goes the stdlib's way with today's answer; each fails if plain ``orjson.loads``
+or ``orjson.dumps`` is swapped in.
 """
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
 import math
+import uuid
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,7 +25,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from providers.http import safe_json
-from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+from providers.http.safe_json import MAX_JSON_DEPTH, json_body, parse_json
+from providers.serve import call
+from providers.serve.call import dumps
+
+_STDLIB = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 @pytest.mark.parametrize(
@@ -86,17 +96,18 @@ def test_a_healthy_reply_is_parsed_once_by_orjson(monkeypatch: pytest.MonkeyPatc
     assert (fast.calls, slow.calls) == (2, 1)
 
 
-@given(
-    st.recursive(
-        st.none()
-        | st.booleans()
-        | st.integers()
-        | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text(),
-        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-        max_leaves=12,
-    )
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
 )
+
+
+@given(_JSON_VALUES)
 def test_parse_json_equals_the_stdlib(value: Any) -> None:
     document = json.dumps(value)
     parsed = parse_json(document.encode())
@@ -115,3 +126,83 @@ def test_numbers_equal_float_and_int(text: str) -> None:
         return
     parsed = parse_json(text)
     assert parsed == expected and type(parsed) is type(expected)
+
+
+class _Kind(enum.Enum):
+    A = "a"
+
+
+class _Number(enum.IntEnum):
+    ONE = 1
+
+
+@dataclass
+class _Point:
+    x: int
+
+
+_REFUSED = [
+    ({"t": math.nan}, ValueError),  # orjson: null
+    ([math.inf], ValueError),
+    ({"k": _Kind.A}, TypeError),  # orjson: "a"
+    ([uuid.UUID(int=7)], TypeError),  # orjson: its text
+    ({"p": _Point(1)}, TypeError),  # orjson: {"x":1}
+    ([datetime.date(2026, 1, 2)], TypeError),  # orjson: "2026-01-02"
+]
+_WRITTEN = [
+    {1: "a", None: 2},  # orjson refuses keys that are not str
+    [2**64, -(2**63) - 1],  # orjson refuses integers past 64 bits
+    (1, [2, (3,)]),  # a tuple: an array
+    {"n": _Number.ONE},  # an int subclass: the stdlib's text for it
+    {"t": "caf\u00e9 \U0001f600\n\x7f\u2028"},
+    {"id": "chatcmpl-1", "choices": [{"logprobs": None, "index": 0}], "ok": True},
+]
+
+
+@pytest.mark.parametrize(("value", "error"), _REFUSED)
+def test_the_gateway_refuses_what_the_stdlib_refuses(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        dumps(value)
+
+
+@pytest.mark.parametrize("value", _WRITTEN)
+def test_the_gateway_writes_what_the_stdlib_writes(value: Any) -> None:
+    assert json.loads(dumps(value)) == json.loads(_STDLIB.encode(value))
+
+
+def test_a_lone_surrogate_goes_to_the_client_as_replacement_character() -> None:
+    assert dumps({"t": "a\ud800"}) == '{"t":"a\ufffd"}'
+
+
+@pytest.mark.parametrize(("value", "error"), _REFUSED[2:])
+def test_a_request_body_refuses_what_json_dumps_refuses(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        json_body(value)
+
+
+@pytest.mark.parametrize("value", _WRITTEN)
+def test_a_request_body_is_what_json_dumps_writes(value: Any) -> None:
+    assert json.loads(json_body(value)) == json.loads(json.dumps(value))
+
+
+def test_a_request_body_keeps_json_dumps_nan_and_escapes() -> None:
+    assert json_body({"temperature": math.nan}) == b'{"temperature": NaN}'  # upstream judges
+    assert json_body({"t": "\ud800"}) == b'{"t": "\\ud800"}'
+
+
+def test_a_reply_is_written_once_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    stdlib = _Counting(call._ENCODER.encode)
+    monkeypatch.setattr(call, "_ENCODER", SimpleNamespace(encode=stdlib))
+    reply = {"id": "x", "choices": [{"message": {"content": "hi"}, "logprobs": None}]}
+    assert json.loads(dumps(reply)) == reply
+    assert stdlib.calls == 0
+    with pytest.raises(ValueError):
+        dumps({"t": math.nan})
+    assert stdlib.calls == 1
+
+
+@given(_JSON_VALUES)
+def test_dumps_writes_the_stdlib_value(value: Any) -> None:
+    text = dumps(value)
+    assert json.loads(text) == json.loads(_STDLIB.encode(value))
+    assert json_body(value) == text.encode() or json.loads(json_body(value)) == json.loads(text)
