@@ -144,9 +144,11 @@ def _by_orjson(data: bytes | str) -> Any:
         raw = data if isinstance(data, bytes) else data.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: the stdlib's way
         return _UNDECIDED
+    size = len(raw)
     if (
-        len(raw) > MAX_JSON_TOKENS
-        or raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
+        size > MAX_JSON_TOKENS
+        # No more bytes than the depth allowed: no more brackets either (most replies, events).
+        or (size > MAX_JSON_DEPTH and raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH)
         or _LONG_DIGITS in raw.translate(_DIGITS)
     ):
         return _UNDECIDED
