@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, Literal
@@ -58,6 +57,7 @@ from providers.http.errors import (
     short,
 )
 from providers.http.handover import handover_payload
+from providers.http.safe_json import json_body
 from providers.http.spec import Transport, check_url
 from providers.http.tools import MAX_TOOL_CALLS, tool_call
 
@@ -303,7 +303,7 @@ class HTTPFallback(KeywordChecked, HTTPCaller):
     async def complete(self, request: Request) -> Response:
         """POST the request; every failure raised as an ``orchestrator.errors`` class."""
         headers = await self._request_headers()
-        body = json.dumps(handover_payload(request)).encode()
+        body = json_body(handover_payload(request))
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
         reply = await self.post_reply(self.url, headers, body, lambda: self._secrets(headers))
         if not 200 <= reply.status < 300:

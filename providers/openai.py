@@ -38,6 +38,7 @@ from providers.http.base import (
     schema_name,
 )
 from providers.http.errors import map_openai_error, short
+from providers.http.shape import JSON_OBJECT
 from providers.http.spec import VendorSpec
 from providers.http.tools import (
     MAX_TOOL_CALLS,
@@ -52,13 +53,8 @@ from providers.http.usage import usage_of
 __all__ = ["OpenAIChat", "OpenAISpec"]
 
 
-#: What a JSON object is: ``dict`` first, so a parsed document is recognised at C speed
-#: (an ABC's isinstance costs a Python call, on every stream event).
-_OBJECT = (dict, Mapping)
-
-
 def _usage(data: Any) -> Usage | None:
-    return usage_of(data.get("usage") if isinstance(data, Mapping) else None, OPENAI_USAGE)
+    return usage_of(data.get("usage") if isinstance(data, JSON_OBJECT) else None, OPENAI_USAGE)
 
 
 class OpenAIChat(VendorProvider):
@@ -147,13 +143,16 @@ class OpenAIChat(VendorProvider):
     def parse(self, data: Any) -> Response:
         """The Response for a Chat Completions reply (raises on refusal or a missing field)."""
         choice = dig(data, "choices", 0)
-        message = choice.get("message") if isinstance(choice, Mapping) else None
-        refusal = message.get("refusal") if isinstance(message, Mapping) else None
+        message: Any = choice.get("message") if isinstance(choice, JSON_OBJECT) else None
+        is_object = isinstance(message, JSON_OBJECT)
+        refusal = message.get("refusal") if is_object else None
         refused = self._refused(choice.get("finish_reason"), refusal)
         if refused is not None:
             raise refused
-        text = dig(data, "choices", 0, "message").get("content")
-        calls = _calls(message.get("tool_calls")) if isinstance(message, Mapping) else ()
+        if message is None:  # absent: dig names the missing field
+            message = dig(data, "choices", 0, "message")
+        text = message.get("content")
+        calls = _calls(message.get("tool_calls")) if is_object else ()
         if text is None and calls:
             text = ""  # the model only called tools
         if not isinstance(text, str):
@@ -176,7 +175,7 @@ class OpenAIChat(VendorProvider):
         items: list[str | ToolCallDelta] = []
         saw = False
         for choice in chunk.get("choices") or ():
-            if not isinstance(choice, _OBJECT) or choice.get("index", 0) != 0:
+            if not isinstance(choice, JSON_OBJECT) or choice.get("index", 0) != 0:
                 continue
             saw = True
             delta = choice.get("delta") or {}

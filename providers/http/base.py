@@ -13,7 +13,6 @@ of a credential header, or the prompt.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from datetime import timedelta
@@ -44,7 +43,7 @@ from providers.http.documents import load_json, load_json_async
 from providers.http.endpoint import base_url_from_env, join_url
 from providers.http.errors import not_found_at
 from providers.http.prefill import accepts_prefill as prefill_for
-from providers.http.safe_json import MAX_JSON_DEPTH, parse_json
+from providers.http.safe_json import MAX_JSON_DEPTH, json_body, parse_json
 from providers.http.shape import (
     BAD_SHAPE,
     Missing,
@@ -273,7 +272,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
         headers = self.request_headers()
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
-        reply = await self.post_reply(url, headers, json.dumps(payload).encode(), self.secrets)
+        reply = await self.post_reply(url, headers, json_body(payload), self.secrets)
         if not 200 <= reply.status < 300:
             raise not_found_at(
                 self.map_error(reply.status, reply.headers, error_body(reply.body)), url
@@ -294,7 +293,7 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         (``ResponseTooLarge``).
         """
         headers = trace_headers(self.request_headers())
-        body = json.dumps(payload).encode()
+        body = json_body(payload)
         events = self.post_stream(url, headers, body, _sse, self.map_error, self.secrets)
         try:
             async for event in events:

@@ -9,7 +9,7 @@ shape is one of :data:`BAD_SHAPE`, which :class:`ReplyReader` (a part of
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from orchestrator.errors import InvalidOutput
@@ -22,6 +22,7 @@ from providers.http.safe_json import parse_json
 
 __all__ = [
     "BAD_SHAPE",
+    "JSON_OBJECT",
     "MAX_TOKENS",
     "Missing",
     "ReplyReader",
@@ -52,6 +53,11 @@ BAD_SHAPE = (
 """What reading a reply of the wrong shape raises (``int("n/a")``, ``"str".get``,
 ``int(1e308 * 10)``...): providers catch these around parsing and raise
 ``InvalidOutput`` for them."""
+
+JSON_OBJECT = (dict, Mapping)
+"""What a JSON object is, for ``isinstance``: ``dict`` first, so a parsed document is
+recognised at C speed (an ABC's isinstance costs a Python call, on every reply and
+stream event); any other ``Mapping`` a Python caller gives still passes."""
 
 MAX_TOKENS = 2**53
 """Token counts at or past this are not counts (and would lose precision as floats)."""

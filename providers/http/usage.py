@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.types import Usage
-from providers.http.shape import tokens
+from providers.http.shape import JSON_OBJECT, tokens
 
 __all__ = ["ANTHROPIC", "BEDROCK", "GEMINI", "OPENAI", "UsageFields", "usage_of"]
 
@@ -53,7 +53,7 @@ BEDROCK = UsageFields(
 def usage_of(usage: Any, fields: UsageFields) -> Usage | None:
     """The :class:`Usage` of a vendor's usage object (None when it is not an object);
     ``ValueError`` for a count that is not a whole number in range."""
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, JSON_OBJECT):
         return None
     read, write = _count(usage, fields.cache_read), _count(usage, fields.cache_write)
     given = _count(usage, fields.input)
@@ -65,7 +65,9 @@ def usage_of(usage: Any, fields: UsageFields) -> Usage | None:
 
 def _count(usage: Mapping[str, Any], path: str) -> int:
     """The count at ``path`` (0 when it is absent, or ``path`` is empty)."""
-    node: Any = usage if path else None
-    for key in path.split(".") if path else ():
-        node = node.get(key) if isinstance(node, Mapping) else None
+    if "." not in path:  # most are a plain key; a vendor names no cache writes or thoughts
+        return tokens(usage.get(path)) if path else 0
+    node: Any = usage
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, JSON_OBJECT) else None
     return tokens(node)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from orchestrator.types import Request, Result, Usage
-from providers.http.safe_json import replace_lone_surrogates
+from providers.http.safe_json import dumps_if_exact, replace_lone_surrogates
 from providers.serve.failures import Failure
 
 __all__ = ["ClientCall", "Streamer", "Wire", "dumps", "new_id", "usage_of"]
@@ -67,7 +67,11 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 def dumps(value: Any) -> str:
     """Compact JSON for the wire, always valid UTF-8: a lone surrogate (which a Python
-    provider may return; upstream JSON has none left) goes out as U+FFFD."""
+    provider may return; upstream JSON has none left) goes out as U+FFFD. By orjson where
+    that is exact (:func:`~providers.http.safe_json.dumps_if_exact`), else the stdlib."""
+    fast = dumps_if_exact(value)
+    if fast is not None:
+        return fast.decode()
     return replace_lone_surrogates(_ENCODER.encode(value))
 
 
