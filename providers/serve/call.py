@@ -25,6 +25,14 @@ class ClientCall:
     include_usage: bool = False
     affinity: str | None = None
 
+    def answered_by(self, model: str | None) -> ClientCall:
+        """This call as the reply names it: the model that answered, when known (the client's
+        alias stays in the ``x-failover-model-alias`` header). Built field by field: a
+        ``dataclasses.replace`` cost every reply a walk over the fields."""
+        if not model or model == self.model:
+            return self
+        return ClientCall(model, self.request, self.stream, self.include_usage, self.affinity)
+
 
 class Streamer(Protocol):
     """Writes one streamed reply in a wire format, as bytes for the socket."""

@@ -114,11 +114,15 @@ class Gateway:
         }
         self._routes = {"GET": get, "HEAD": get, "POST": post}
 
-    async def handle(self, ex: Exchange) -> Reply | None:
-        """The reply to ``ex``, or ``None`` when it was answered as a stream."""
+    def handle(self, ex: Exchange) -> Awaitable[Reply | None]:
+        """The reply to ``ex`` (to await), or ``None`` when it was answered as a stream."""
         handler = self._routes.get(ex.method, {}).get(ex.path)
         if handler is not None:
-            return await handler(ex)
+            return handler(ex)  # the route's own coroutine: one around it only forwarded
+        return self._unrouted(ex)
+
+    async def _unrouted(self, ex: Exchange) -> Reply:
+        """A model by name (``/v1/models/NAME``), else a 404 naming the base URL to use."""
         if ex.method in ("GET", "HEAD") and ex.path.startswith(_MODEL_PREFIX):
             return self._one_model(ex, ex.path[len(_MODEL_PREFIX) :])
         wire, failure = misrouted(ex)
