@@ -66,7 +66,7 @@ async def run_whole(wire: Wire, call: ClientCall, model: Model) -> Reply:
         result = await model.run(call.request, call.affinity)
     except Exception as exc:
         return failure_reply(wire, failed(exc), _attempts(exc))
-    reply = wire.reply(call.answered_by(result.model), result)
+    reply = wire.reply(call, result)
     return json_reply(200, reply, _result_headers(call, result))
 
 

@@ -20,6 +20,7 @@ from orchestrator import FallbackAgent
 from orchestrator.types import Request, Response, Result
 from providers import serve
 from providers.serve import GatewaySettings, intake
+from providers.serve.auth import GatewayKeys
 from providers.serve.call import ClientCall
 from providers.serve.failures import BadRequest
 from providers.serve.models import Model
@@ -178,26 +179,31 @@ async def test_a_served_agent_runs_as_its_own_coroutine() -> None:
     assert (await running).text == "ok"
 
 
-async def test_a_reply_names_the_answering_model_without_a_generic_copy_of_its_call(
+async def test_a_reply_names_the_answering_model_without_a_copy_of_its_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    copies: list[dict[str, Any]] = []
-    copy = dataclasses.replace
+    built: list[str] = []
+    init = ClientCall.__init__
 
-    def replace(obj: Any, **changes: Any) -> Any:
-        copies.append(changes)
-        return copy(obj, **changes)
+    def counted(call: ClientCall, model: str, *args: Any, **kwargs: Any) -> None:
+        built.append(model)
+        init(call, model, *args, **kwargs)
 
-    monkeypatch.setattr("providers.serve.streaming.replace", replace, raising=False)
+    monkeypatch.setattr(ClientCall, "__init__", counted)
     answering = Recorder(Response("ok", model="gpt-real"))
     async with (
         gateway({"m": FallbackAgent([answering])}) as url,
         aiohttp.ClientSession() as http,
-        http.post(url + "/v1/chat/completions", json=REQUEST) as r,
     ):
-        assert (r.status, (await r.json())["model"]) == (200, "gpt-real")
-        assert r.headers["x-failover-model-alias"] == "m"
-    assert copies == []  # was a dataclasses.replace walking the call's fields per reply
+        for path, named in [("/v1/chat/completions", "model"), ("/v1/responses", "model")]:
+            body = {"model": "m", "input": "hi"} if path == "/v1/responses" else REQUEST
+            async with http.post(url + path, json=body) as r:
+                assert (r.status, (await r.json())[named]) == (200, "gpt-real")
+                assert r.headers["x-failover-model-alias"] == "m"
+        message = {"model": "m", "max_tokens": 5, "messages": REQUEST["messages"]}
+        async with http.post(url + "/v1/messages", json=message) as r:
+            assert (r.status, (await r.json())["model"]) == (200, "gpt-real")
+    assert built == ["m", "m", "m"]  # was a copy naming "gpt-real" per reply (replace)
 
 
 def test_a_call_answered_by_another_model_keeps_all_else() -> None:
@@ -207,3 +213,25 @@ def test_a_call_answered_by_another_model_keeps_all_else() -> None:
     others = [f.name for f in dataclasses.fields(ClientCall) if f.name != "model"]
     assert [getattr(answered, n) for n in others] == [getattr(call, n) for n in others]
     assert call.answered_by(None) is call and call.answered_by("alias") is call
+
+
+async def test_a_request_does_not_ask_whether_the_gateway_has_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[bool] = []
+    has_keys = GatewayKeys.__bool__
+
+    def counted(keys: GatewayKeys) -> bool:
+        asked.append(has_keys(keys))
+        return asked[-1]
+
+    monkeypatch.setattr(GatewayKeys, "__bool__", counted)
+    async with (
+        gateway({"m": FallbackAgent([Recorder("ok")])}) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        started = len(asked)
+        for _ in range(3):
+            async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+                assert r.status == 200
+        assert len(asked) == started  # was twice per request: the keys never change
