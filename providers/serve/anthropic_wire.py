@@ -170,7 +170,7 @@ class AnthropicWire:
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
         usage = usage_of(result)
         counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-        return _message_body(call.model, _content(result), _stop(result), counts)
+        return _message_body(call.answering(result.model), _content(result), _stop(result), counts)
 
     def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
         if failure.kind == "content_filter":

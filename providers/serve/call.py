@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,6 +24,19 @@ class ClientCall:
     stream: bool = False
     include_usage: bool = False
     affinity: str | None = None
+
+    def answering(self, model: str | None) -> str:
+        """The model a reply names: ``model``, the one that answered, when known (the
+        client's alias stays in the ``x-failover-model-alias`` header)."""
+        return model or self.model
+
+    def answered_by(self, model: str | None) -> ClientCall:
+        """This call as a stream's events name it (:meth:`answering`). Built field by field:
+        a ``dataclasses.replace`` cost a walk over the fields."""
+        named = self.answering(model)
+        if named == self.model:
+            return self
+        return ClientCall(named, self.request, self.stream, self.include_usage, self.affinity)
 
 
 class Streamer(Protocol):
@@ -53,7 +66,7 @@ class Wire(Protocol):
         """The client's JSON body as a call (raises ``BadRequest``)."""
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
-        """A whole (non-streamed) reply."""
+        """A whole (non-streamed) reply, naming ``call.answering(result.model)``."""
 
     def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
         """Status and body for a failure, in this format."""
@@ -77,7 +90,7 @@ def dumps(value: Any) -> str:
 
 def new_id(prefix: str) -> str:
     """A fresh reply id such as ``chatcmpl-...`` or ``msg_...``."""
-    return prefix + secrets.token_hex(12)
+    return prefix + os.urandom(12).hex()  # secrets.token_hex(12), without its two calls
 
 
 def usage_of(result: Result) -> Usage:

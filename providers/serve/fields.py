@@ -60,16 +60,17 @@ def objects(items: list[Any], where: str) -> Iterator[tuple[str, dict[str, Any]]
 
 def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``data[key]``, which must be present, not null, and of ``kind``."""
-    if data.get(key) is None:  # JSON null is no value: it would reach code expecting one
+    value = data.get(key)
+    if value is None:  # JSON null is no value: it would reach code expecting one
         raise BadRequest(f"{where}{key}: required")
-    return optional(data, key, kind, where)
+    return value if type(value) is kind else optional(data, key, kind, where)
 
 
 def optional(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``data[key]`` when present and not null (None otherwise); it must be of ``kind``."""
     value = data.get(key)
-    if value is None:
-        return None
+    if value is None or type(value) is kind:  # exactly the kind asked for: nothing to weigh
+        return value
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
         names = "/".join(k.__name__ for k in _kinds(kind))
         raise BadRequest(f"{where}{key}: expected {names}, got {_shown(value)}")
@@ -82,6 +83,8 @@ def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 def positive_int(data: Mapping[str, Any], key: str) -> int | None:
     """An optional positive integer such as ``max_tokens``."""
+    if data.get(key) is None:  # most calls leave it out: no check to make
+        return None
     value: int | None = optional(data, key, int, "")
     if value is not None and value < 1:
         raise BadRequest(f"{key}: must be a positive integer, got {value}")
@@ -90,6 +93,8 @@ def positive_int(data: Mapping[str, Any], key: str) -> int | None:
 
 def temperature(data: Mapping[str, Any]) -> float | None:
     """``temperature``: an optional number from 0 to 2."""
+    if data.get("temperature") is None:  # most calls leave it out: no check to make
+        return None
     value = optional(data, "temperature", (int, float), "")
     if value is not None and not 0 <= value <= 2:
         raise BadRequest(f"temperature: must be between 0 and 2, got {value}")

@@ -98,6 +98,7 @@ class Gateway:
 
     def __init__(self, models: Models, keys: GatewayKeys, settings: GatewaySettings) -> None:
         self.models, self.keys, self.settings = models, keys, settings
+        self._keyless = not keys  # GatewayKeys never change: asked once, not per request
         self.in_flight = 0
         get: dict[str, Handler] = {
             "/": self._healthz,  # clients probe the base URL (Claude Code sends HEAD /)
@@ -114,18 +115,22 @@ class Gateway:
         }
         self._routes = {"GET": get, "HEAD": get, "POST": post}
 
-    async def handle(self, ex: Exchange) -> Reply | None:
-        """The reply to ``ex``, or ``None`` when it was answered as a stream."""
+    def handle(self, ex: Exchange) -> Awaitable[Reply | None]:
+        """The reply to ``ex`` (to await), or ``None`` when it was answered as a stream."""
         handler = self._routes.get(ex.method, {}).get(ex.path)
         if handler is not None:
-            return await handler(ex)
+            return handler(ex)  # the route's own coroutine: one around it only forwarded
+        return self._unrouted(ex)
+
+    async def _unrouted(self, ex: Exchange) -> Reply:
+        """A model by name (``/v1/models/NAME``), else a 404 naming the base URL to use."""
         if ex.method in ("GET", "HEAD") and ex.path.startswith(_MODEL_PREFIX):
             return self._one_model(ex, ex.path[len(_MODEL_PREFIX) :])
         wire, failure = misrouted(ex)
         return failure_reply(_WIRES[wire], failure)
 
     def _authenticated(self, ex: Exchange) -> bool:
-        return not self.keys or _presents(ex, self.keys.allows)
+        return self._keyless or _presents(ex, self.keys.allows)
 
     async def _healthz(self, ex: Exchange) -> Reply:
         return healthz()
@@ -135,7 +140,7 @@ class Gateway:
 
     async def _metrics(self, ex: Exchange) -> Reply:
         """``/metrics`` for a gateway or metrics key, or anyone with ``public_metrics``."""
-        public = self.settings.public_metrics or not self.keys
+        public = self.settings.public_metrics or self._keyless
         if public or _presents(ex, self.keys.allows_metrics):
             return await metrics(self.models.health_stores())
         return failure_reply(_OPENAI, _METRICS_REFUSED)
@@ -182,15 +187,17 @@ class Gateway:
             try:
                 try:
                     call = wire.parse(await self._read_body(ex))
-                    key = fields.affinity(ex.header(_AFFINITY), call.affinity)
-                    if key != call.affinity:  # most calls carry none: no copy for them
-                        call = replace(call, affinity=key)
+                    header = ex.header(_AFFINITY)
+                    if header is not None:  # most calls carry none: no key, no copy for them
+                        key = fields.affinity(header, call.affinity)
+                        if key != call.affinity:
+                            call = replace(call, affinity=key)
                 except Exception as exc:  # BadRequest, or a parsing gap: the client's shape
                     return failure_reply(wire, failed(exc))
                 model = self.models.get(call.model)
                 if model is None:
                     return failure_reply(wire, self._unknown_model(call.model))
-                quota = _quota_of(ex, self.keys) if self.keys else None
+                quota = None if self._keyless else _quota_of(ex, self.keys)
                 if quota is not None:
                     return await self._within_quota(ex, wire, call, model, quota)
                 if call.stream:

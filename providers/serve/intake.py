@@ -33,7 +33,7 @@ async def read_body(ex: Exchange, settings: GatewaySettings) -> bytes:
     encoding = ex.header("content-encoding")
     try:
         raw = await _paced(ex, settings, declared)
-        if (encoding or "identity").strip().lower() == "identity":
+        if not encoding or encoding.strip().lower() == "identity":
             return raw
         # Inflate once to count, keeping nothing, then again to keep: a bomb is refused
         # having held one slice, not everything up to the cap (8 at once held 128 MiB).

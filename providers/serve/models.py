@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,11 +31,14 @@ class Model:
     node: Any
     kind: str  # "agent" or "workflow"
 
-    async def run(self, request: Request, affinity: str | None = None) -> Result:
+    def run(self, request: Request, affinity: str | None = None) -> Awaitable[Result]:
         """Run the agent or workflow once (``affinity``: the call's key, for an agent)."""
-        if self.kind == "agent":
-            result: Result = await self.node.run(request, **_keyed(affinity))
+        if self.kind == "agent":  # the agent's own run: a coroutine around it only forwarded
+            result: Awaitable[Result] = self.node.run(request, **_keyed(affinity))
             return result
+        return self._run_workflow(request)
+
+    async def _run_workflow(self, request: Request) -> Result:
         started, wall = time.monotonic(), time.time()
         response = await self.node.complete(request)
         took = time.monotonic() - started

@@ -112,7 +112,8 @@ class OpenAIWire:
         if fields.optional(data, "n", int, "") not in (None, 1):
             raise BadRequest("n: only n=1 is supported")
         messages, system = _messages(raw)
-        tools, choice = _tools(data)
+        no_tools: tuple[list[Any], None] = ([], None)  # most calls carry neither field
+        tools, choice = _tools(data) if "tools" in data or "tool_choice" in data else no_tools
         max_tokens = fields.positive_int(data, "max_completion_tokens")
         if max_tokens is None:
             max_tokens = fields.positive_int(data, "max_tokens")
@@ -142,7 +143,7 @@ class OpenAIWire:
             "id": new_id("chatcmpl-"),
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": call.model,
+            "model": call.answering(result.model),
             "choices": [
                 {"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(result)}
             ],

@@ -123,7 +123,8 @@ class ResponsesWire:
         return ClientCall(model, request, stream=stream, affinity=key)
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
-        return _response(call.model, new_id("resp_"), "completed", _output(result), result)
+        model = call.answering(result.model)
+        return _response(model, new_id("resp_"), "completed", _output(result), result)
 
     def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
         if failure.kind == "content_filter":

@@ -8,7 +8,6 @@ answer a failure in the client's wire format (:func:`failure_reply`).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 from orchestrator.errors import FallbackError
 from orchestrator.events import emit, error_fields
@@ -61,19 +60,13 @@ def _result_headers(call: ClientCall, result: Result) -> dict[str, str]:
     return headers
 
 
-def _answered_by(call: ClientCall, model: str | None) -> ClientCall:
-    """``call`` as the reply names it: the model that answered, when known (the client's
-    alias stays in the ``x-failover-model-alias`` header)."""
-    return replace(call, model=model) if model else call
-
-
 async def run_whole(wire: Wire, call: ClientCall, model: Model) -> Reply:
     """Run ``call`` to its end and answer it in one reply."""
     try:
         result = await model.run(call.request, call.affinity)
     except Exception as exc:
         return failure_reply(wire, failed(exc), _attempts(exc))
-    reply = wire.reply(_answered_by(call, result.model), result)
+    reply = wire.reply(call, result)
     return json_reply(200, reply, _result_headers(call, result))
 
 
@@ -97,7 +90,7 @@ async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Re
                 out = b""
                 if sink is None:
                     answering = getattr(chunks, "answering", None)
-                    streamer = wire.streamer(_answered_by(call, model.model_of(answering)))
+                    streamer = wire.streamer(call.answered_by(model.model_of(answering)))
                     sink = await _open(ex, _answering_headers(call, answering))
                     out = streamer.start()  # before text(): a streamer may number its events
                 if isinstance(chunk, str):
@@ -112,7 +105,7 @@ async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Re
     except Exception as exc:
         return await _failed_stream(ex, wire, streamer, sink, exc)
     if sink is None:  # no text: tool calls only, or an empty reply
-        streamer = wire.streamer(_answered_by(call, result.model))
+        streamer = wire.streamer(call.answered_by(result.model))
         sink = await _open(ex, _result_headers(call, result))
         await sink.write(streamer.start())
     await sink.write(streamer.end(result))

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import sys
 from collections.abc import AsyncIterable, AsyncIterator
+from inspect import CO_COROUTINE
+from types import FrameType
 from typing import Any
 
 import aiohttp
 import pytest
 
 from orchestrator import FallbackAgent
+from orchestrator.types import Request, Response, Result
+from providers import serve
 from providers.serve import GatewaySettings, intake
+from providers.serve.auth import GatewayKeys
+from providers.serve.call import ClientCall
 from providers.serve.failures import BadRequest
-from tests.providers.serve.conftest import Recorder, gateway
+from providers.serve.models import Model
+from tests.providers.serve.conftest import Recorder, current_server, gateway
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -105,3 +114,124 @@ async def test_a_body_is_read_with_one_timer_and_no_read_past_its_declared_lengt
     chunked = Arriving([b'{"model":', b'"m"}', b""], length=None)  # no length: to the end
     assert await intake.read_body(chunked, settings) == b'{"model":"m"}'  # type: ignore[arg-type]
     assert (chunked.reads, len(timers)) == (4, 2)
+
+
+class _Coroutines:
+    """The gateway's own coroutines (``providers/serve``) that ran while enabled, by name:
+    each coroutine once, however often it was resumed."""
+
+    def __init__(self) -> None:
+        self.frames: dict[int, FrameType] = {}  # kept: a freed frame's id may come again
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_flags & CO_COROUTINE and code.co_filename.startswith(_SERVE):
+            self.frames.setdefault(id(frame), frame)
+
+    def names(self) -> list[str]:
+        """Their qualified names, sorted."""
+        return sorted(frame.f_code.co_qualname for frame in self.frames.values())
+
+
+_SERVE = os.path.dirname(serve.__file__) + os.sep
+
+
+async def test_a_good_request_runs_no_coroutine_that_only_forwards() -> None:
+    counted = _Coroutines()
+    async with (
+        gateway({"m": FallbackAgent([Recorder("ok")])}) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+            assert r.status == 200  # warm: the server's own start-up coroutines are done
+        sys.setprofile(counted)
+        try:
+            async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+                assert (r.status, (await r.json())["choices"][0]["message"]["content"]) == (
+                    200,
+                    "ok",
+                )
+        finally:
+            sys.setprofile(None)
+    names = counted.names()
+    # Were also Gateway.handle (awaiting the route's handler) and Model.run (awaiting the
+    # agent's run): coroutines that only passed the awaited value on.
+    assert "Gateway.handle" not in names and "Model.run" not in names, names
+    adapter = "__rsgi__" if current_server() == "granian" else "_handle"
+    ran = sorted(n.rpartition(".")[2] for n in names if "_sweep" not in n)
+    assert ran == sorted([adapter, "handle", "_read_body", "read_body", "_paced", "run_whole"])
+
+
+class _Agent:
+    def __init__(self) -> None:
+        self.ran: Any = None
+
+    def run(self, request: Request, affinity: str | None = None) -> Any:
+        self.ran = asyncio.sleep(0, Result("ok", "m", (), 0.0))
+        return self.ran
+
+
+async def test_a_served_agent_runs_as_its_own_coroutine() -> None:
+    agent = _Agent()
+    model = Model("m", agent, "agent")
+    running = model.run(Request("hi"))
+    assert running is agent.ran  # was a coroutine of Model.run awaiting it
+    assert (await running).text == "ok"
+
+
+async def test_a_reply_names_the_answering_model_without_a_copy_of_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[str] = []
+    init = ClientCall.__init__
+
+    def counted(call: ClientCall, model: str, *args: Any, **kwargs: Any) -> None:
+        built.append(model)
+        init(call, model, *args, **kwargs)
+
+    monkeypatch.setattr(ClientCall, "__init__", counted)
+    answering = Recorder(Response("ok", model="gpt-real"))
+    async with (
+        gateway({"m": FallbackAgent([answering])}) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        for path, named in [("/v1/chat/completions", "model"), ("/v1/responses", "model")]:
+            body = {"model": "m", "input": "hi"} if path == "/v1/responses" else REQUEST
+            async with http.post(url + path, json=body) as r:
+                assert (r.status, (await r.json())[named]) == (200, "gpt-real")
+                assert r.headers["x-failover-model-alias"] == "m"
+        message = {"model": "m", "max_tokens": 5, "messages": REQUEST["messages"]}
+        async with http.post(url + "/v1/messages", json=message) as r:
+            assert (r.status, (await r.json())["model"]) == (200, "gpt-real")
+    assert built == ["m", "m", "m"]  # was a copy naming "gpt-real" per reply (replace)
+
+
+def test_a_call_answered_by_another_model_keeps_all_else() -> None:
+    call = ClientCall("alias", Request("hi"), stream=True, include_usage=True, affinity="k")
+    answered = call.answered_by("gpt-real")
+    assert answered.model == "gpt-real"
+    others = [f.name for f in dataclasses.fields(ClientCall) if f.name != "model"]
+    assert [getattr(answered, n) for n in others] == [getattr(call, n) for n in others]
+    assert call.answered_by(None) is call and call.answered_by("alias") is call
+
+
+async def test_a_request_does_not_ask_whether_the_gateway_has_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[bool] = []
+    has_keys = GatewayKeys.__bool__
+
+    def counted(keys: GatewayKeys) -> bool:
+        asked.append(has_keys(keys))
+        return asked[-1]
+
+    monkeypatch.setattr(GatewayKeys, "__bool__", counted)
+    async with (
+        gateway({"m": FallbackAgent([Recorder("ok")])}) as url,
+        aiohttp.ClientSession() as http,
+    ):
+        started = len(asked)
+        for _ in range(3):
+            async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
+                assert r.status == 200
+        assert len(asked) == started  # was twice per request: the keys never change
