@@ -12,7 +12,8 @@ servers     the issue-22 report, one run: req/s, server CPU per request and p50/
             gateway on each server, and on granian with its providers on ``transport:
             reqwest`` (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
-            direct, and 512 concurrent SSE streams through one worker (stalls > 100 ms)
+            direct (and on granian with reqwest upstream), and 512 concurrent SSE streams
+            through one worker (stalls > 100 ms)
 sse         the servers report's SSE check alone: 512 concurrent streams straight to the
             simulator, then through one worker on each server
 interfaces  granian's RSGI vs ASGI interface: each answering a fixed reply, 50 connections
@@ -410,6 +411,9 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
     for s in SERVERS:
         report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
         report[f"sse on {s}"] = await sse(sim, chain, server=s)
+    report["latency on granian, reqwest upstream"] = await latency(
+        sim, reqwest_chain(chain), seconds, rate, server="granian"
+    )
     return report
 
 

@@ -27,7 +27,10 @@ KEY = "sk-test-0123456789abcdef"
 PROMPT = "my card number is 4111 1111 1111 1111"
 
 
-async def calls(sim: SimulatedServer) -> None:
+async def calls(sim: SimulatedServer) -> FallbackAgent:
+    """Two runs of a two-provider agent; the agent is returned so that the caller keeps it
+    alive until it scrapes: its circuits are reported only while it lives (as an
+    application's agents do), and a garbage collection may come at any point after."""
     sim.script("openai", [Fault.status(503), Fault.status(401)])
     agent = FallbackAgent(
         [
@@ -40,6 +43,7 @@ async def calls(sim: SimulatedServer) -> None:
     )
     await agent.run(PROMPT)
     await agent.run(PROMPT)
+    return agent
 
 
 def own(labels: dict[str, str]) -> dict[str, str]:
@@ -59,8 +63,9 @@ async def test_scraped_over_loopback_and_parsed(meter_with: Any) -> None:
     server, thread = prometheus_client.start_http_server(0, addr="127.0.0.1")
     try:
         async with SimulatedServer() as sim:
-            await calls(sim)
+            agent = await calls(sim)
         text = await asyncio.to_thread(scrape, server.server_port)
+        del agent  # scraped while it lived
     finally:
         server.shutdown()
         thread.join(timeout=10)
