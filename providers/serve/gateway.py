@@ -98,7 +98,6 @@ class Gateway:
 
     def __init__(self, models: Models, keys: GatewayKeys, settings: GatewaySettings) -> None:
         self.models, self.keys, self.settings = models, keys, settings
-        self._keyless = not keys  # GatewayKeys never change: asked once, not per request
         self.in_flight = 0
         get: dict[str, Handler] = {
             "/": self._healthz,  # clients probe the base URL (Claude Code sends HEAD /)
@@ -128,6 +127,16 @@ class Gateway:
             return self._one_model(ex, ex.path[len(_MODEL_PREFIX) :])
         wire, failure = misrouted(ex)
         return failure_reply(_WIRES[wire], failure)
+
+    @property
+    def keys(self) -> GatewayKeys:
+        """The keys allowed in; set anew to change them (whether there are any is decided
+        then, once, not on every request)."""
+        return self._keys
+
+    @keys.setter
+    def keys(self, keys: GatewayKeys) -> None:
+        self._keys, self._keyless = keys, not keys
 
     def _authenticated(self, ex: Exchange) -> bool:
         return self._keyless or _presents(ex, self.keys.allows)

@@ -20,10 +20,11 @@ from orchestrator import FallbackAgent
 from orchestrator.types import Request, Response, Result
 from providers import serve
 from providers.serve import GatewaySettings, intake
-from providers.serve.auth import GatewayKeys
+from providers.serve.auth import ENV, GatewayKeys
 from providers.serve.call import ClientCall
 from providers.serve.failures import BadRequest
-from providers.serve.models import Model
+from providers.serve.gateway import Gateway
+from providers.serve.models import Model, Models
 from tests.providers.serve.conftest import Recorder, current_server, gateway
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -235,3 +236,22 @@ async def test_a_request_does_not_ask_whether_the_gateway_has_keys(
             async with http.post(url + "/v1/chat/completions", json=REQUEST) as r:
                 assert r.status == 200
         assert len(asked) == started  # was twice per request: the keys never change
+
+
+class _Probe:
+    """A keyless GET of the model list, as the gateway reads an exchange."""
+
+    method, path, scheme, sink = "GET", "/v1/models", "http", None
+
+    def header(self, name: str) -> str | None:
+        return None
+
+
+@pytest.mark.parametrize("before, after", [("", "sk-gw-1"), ("sk-gw-1", "")])
+async def test_keys_set_anew_are_the_keys_asked(before: str, after: str) -> None:
+    # Whether the gateway has keys is decided when they are set, not per request: setting
+    # them anew must not leave the old answer (keys added after start would let anyone in).
+    gw = Gateway(Models({}, {}), GatewayKeys.load({ENV: before}), GatewaySettings())
+    gw.keys = GatewayKeys.load({ENV: after})
+    reply = await gw.handle(_Probe())  # type: ignore[arg-type]
+    assert reply is not None and reply.status == (401 if after else 200)
