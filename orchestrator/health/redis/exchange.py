@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator.health.model import CircuitBreaker, RetryBudget
 from orchestrator.health.redis.scripts import circuit_keys, window_keys
 
-__all__ = ["Exchange", "Op", "Outbox", "Shared", "enqueue"]
+__all__ = ["Exchange", "Op", "Outbox", "Shared", "enqueue", "replayed"]
 
 #: One call of the RECORD script: (kind, provider, n, retry-after hint); kind is "s" for
 #: n successes, "f" a failure, "c" a last-resort success.
@@ -30,6 +30,16 @@ def enqueue(ops: list[Op], kind: str, provider: str, hint: float | None) -> None
         ops.append((kind, provider, 1, hint))
     if len(ops) > 10_000:  # Redis gone for long: the mirror holds the truth meanwhile
         del ops[:5_000]
+
+
+def replayed(consecutive: int, unpushed: list[Op], provider: str) -> int:
+    """The shared count of ``provider``'s failures in a row, with this process's outcomes
+    recorded since the read was sent (``unpushed``, in order) counted on top: a read
+    that left before them must not take them back (the circuit would trip a call late)."""
+    for kind, name, _, _ in unpushed:
+        if name == provider:
+            consecutive = consecutive + 1 if kind == "f" else 0
+    return consecutive
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from orchestrator.health.model import (
     ProviderHealth,
     RetryBudget,
 )
-from orchestrator.health.redis.exchange import Exchange, Op, Outbox, Shared, enqueue
+from orchestrator.health.redis.exchange import Exchange, Op, Outbox, Shared, enqueue, replayed
 from orchestrator.health.redis.link import close_client, connect, listen, safe_url
 from orchestrator.health.redis.routing import SharedRouting
 from orchestrator.tasks import cancel_and_wait, raise_if_cancel_requested
@@ -391,7 +391,7 @@ class RedisHealthStore:
                 provider,
                 tripped=circuit.tripped,
                 open_until=None if until is None else now + (until - wall),
-                consecutive=circuit.consecutive,
+                consecutive=replayed(circuit.consecutive, self._ops, provider),
             )
             if circuit.probe != self.owner:
                 self._claims.pop(provider, None)
