@@ -7,9 +7,8 @@ may still be retried or handed over once text has left.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from orchestrator.engine.deadlines import PROGRESS, Seen, Watched, assemble
 from orchestrator.engine.racer import Racer
@@ -25,6 +24,7 @@ __all__ = [
     "PREFIX_CHARS",
     "Buffered",
     "Delivery",
+    "Sink",
     "Streamed",
     "continued",
     "takes_prefill",
@@ -92,7 +92,7 @@ class Streamed:
         "tool_started",
     )
 
-    def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
+    def __init__(self, sink: Sink, mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
         #: The consumer left before the run ended: the call it cut is recorded as cancelled.
@@ -208,6 +208,13 @@ class Streamed:
 
 
 Delivery = Buffered | Streamed
+
+
+class Sink(Protocol):
+    """Where a streamed run's chunks go (the consumer's :class:`~.streaming.Chunks`)."""
+
+    def put_nowait(self, item: Any) -> None: ...
+
 
 #: The user turn that asks a provider taking no prefill to continue a cut answer.
 CONTINUE_ASK = (

@@ -14,6 +14,7 @@ from orchestrator import PROGRESS, FallbackAgent, Request, Response
 from orchestrator.engine.attempt import attempt
 from orchestrator.errors import FirstTokenTimeout, StreamStalled
 from orchestrator.testing import FakeClock
+from providers import FunctionProvider
 from tests.orchestrator.engine.paced import HANG, Paced, Ticker
 
 
@@ -132,3 +133,34 @@ async def test_a_hedged_call_keeps_its_first_token_deadline(clock: FakeClock, mo
     assert isinstance(result.attempts[0].error, FirstTokenTimeout)
     assert not isinstance(result.attempts[0].error, StreamStalled)
     assert silent.open == 0 and backup.open == 0
+
+
+async def test_a_chunk_already_there_costs_the_consumer_one_call() -> None:
+    """The consumer takes a chunk the run has put with ``__anext__`` alone (main: an
+    asyncio.Queue's get, empty, get_nowait, _get and _wakeup_next as well)."""
+    texts = [f"c{n}" for n in range(50)]
+
+    async def chunks(request: Request) -> AsyncIterator[str]:
+        for text in texts:
+            yield text
+
+    agent = FallbackAgent([FunctionProvider(chunks, name="a")], hedge_after=None)
+    async with agent.stream("hi") as s:
+        for _ in range(20):  # the run ends without waiting: every chunk is there
+            await asyncio.sleep(0)
+        assert s.result.text == "".join(texts)
+        calls = 0
+
+        def profile(frame: object, event: str, arg: object) -> None:
+            nonlocal calls
+            calls += event == "call"
+
+        got = []
+        sys.setprofile(profile)
+        try:
+            for _ in texts:
+                got.append(await s.__anext__())
+        finally:
+            sys.setprofile(None)
+    assert got == texts
+    assert calls == len(texts)
