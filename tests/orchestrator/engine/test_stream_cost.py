@@ -49,29 +49,23 @@ class Layers:
         raise AssertionError("streamed: run() streams under the default hedge or a deadline")
 
 
+@pytest.mark.parametrize("mode", ["run", "stream"])
 @pytest.mark.parametrize("hedge_after", ["auto", None])
-async def test_a_run_takes_each_item_straight_from_the_providers_stream(
-    clock: FakeClock, hedge_after: str | None
+async def test_a_call_takes_each_item_straight_from_the_providers_stream(
+    clock: FakeClock, hedge_after: str | None, mode: str
 ) -> None:
     provider = Layers("first")
     agent = FallbackAgent([provider, Layers("second")], hedge_after=hedge_after, clock=clock)
-    if hedge_after is None:  # run() streams only under a deadline a user set
-        agent = FallbackAgent([provider], idle_timeout=5, clock=clock)
-    assert (await agent.run("hi")).text == "hello"
-    # main, hedged: Racer.complete, assemble, Watched.stream, Watched._next on every item
-    assert provider.seen == [["assembled"]] * 5
-
-
-@pytest.mark.parametrize("hedge_after", ["auto", None])
-async def test_a_stream_takes_each_item_straight_from_the_providers_stream(
-    clock: FakeClock, hedge_after: str | None
-) -> None:
-    provider = Layers("first")
-    agent = FallbackAgent([provider, Layers("second")], hedge_after=hedge_after, clock=clock)
-    async with agent.stream("hi", progress=True) as s:
-        chunks = [c async for c in s]
-    assert chunks == ["he", PROGRESS, "llo"] and s.result.text == "hello"
-    # main: Streamed._stream, (a hedge: Racer.stream,) Watched.stream, Watched._next
+    if mode == "run":
+        if hedge_after is None:  # run() streams only under a deadline a user set
+            agent = FallbackAgent([provider], idle_timeout=5, clock=clock)
+        assert (await agent.run("hi")).text == "hello"
+    else:
+        async with agent.stream("hi", progress=True) as s:
+            chunks = [c async for c in s]
+        assert chunks == ["he", PROGRESS, "llo"] and s.result.text == "hello"
+    # main, a hedged run: Racer.complete, assemble, Watched.stream, Watched._next on every
+    # item; a stream: Streamed._stream, (a hedge: Racer.stream,) Watched.stream, _next
     assert provider.seen == [["assembled"]] * 5
 
 
