@@ -126,12 +126,17 @@ def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
     return Watched(provider, Watch(ft, idle), clock)
 
 
+Seen = Callable[[Any], None]
+"""Told of a streamed item (see :func:`assemble`)."""
+
+
 class Watched:
     """A streaming provider under its deadlines; the engine calls this instead of it.
 
     ``stream`` yields what the provider yields, failing with
     :class:`FirstTokenTimeout` / :class:`StreamStalled` when content is late;
-    ``complete`` streams under the hood and returns the final Response.
+    ``complete`` streams under the hood and returns the final Response; ``assembled``
+    does too, telling a callback of each item (a streamed delivery, a hedge's claim).
     """
 
     __slots__ = ("clock", "name", "provider", "watch")
@@ -153,10 +158,11 @@ class Watched:
             # frame and a pass on every resume, on every buffered call.
             call: Awaitable[Response] = self.provider.complete(request)
             return call
-        return assemble(self.stream(request), self.name)
+        return self.assembled(request)
 
     async def stream(self, request: Request) -> AsyncIterator[Any]:
-        """The provider's stream, each wait for content bounded by a deadline."""
+        """The provider's stream, each wait for content bounded by a deadline: for a consumer
+        taking the items one by one (the engine's own calls go through :meth:`assembled`)."""
         clock, watch = self.clock, self.watch
         agen = self.provider.stream(request)
         chunks = 0
@@ -179,6 +185,47 @@ class Watched:
                     deadline = None if watch.idle is None else clock.now() + watch.idle
                 yield item
 
+    async def assembled(
+        self, request: Request, seen: Seen | None = None, first: Seen | None = None
+    ) -> Response:
+        """What :func:`assemble` makes of :meth:`stream`, in one loop: the engine's own way to
+        call a watched provider (``seen`` and ``first`` as :func:`assemble`'s), with no
+        generator or coroutine of the engine between the provider and it on each item."""
+        clock, watch = self.clock, self.watch
+        agen = self.provider.stream(request)
+        chunks = 0
+        deadline = None if watch.first_token is None else clock.now() + watch.first_token
+        try:
+            while True:
+                step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
+                if deadline is None:
+                    item = await step
+                else:  # what _next does, inline: this loop runs per item of every call
+                    try:
+                        pending = step.send(None)
+                    except StopIteration as ready:
+                        item = ready.value  # ready without waiting: no timer (see _next)
+                    else:
+                        item = await self._waited(step, pending, deadline, chunks)
+                if isinstance(item, Response):
+                    if first is not None and chunks == 0:
+                        first(item)
+                    return item  # the answer is complete: the stream's tail is not waited for
+                if is_content(item):
+                    chunks += 1
+                    if first is not None and chunks == 1:
+                        first(item)
+                    deadline = None if watch.idle is None else clock.now() + watch.idle
+                elif item is PROGRESS and chunks:  # a keep-alive moves no deadline
+                    deadline = None if watch.idle is None else clock.now() + watch.idle
+                if seen is not None:
+                    seen(item)
+        except StopAsyncIteration:
+            pass
+        finally:
+            await agen.aclose()
+        raise StreamInterrupted("stream ended without its final message", provider=self.name)
+
     async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
         step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
         if deadline is None:
@@ -189,6 +236,11 @@ class Watched:
             # Ready without waiting (the rest of a body already received): no timer. Most
             # items of a stream are, and a timer per item cost more than parsing it.
             return ready.value
+        return await self._waited(step, pending, deadline, chunks)
+
+    async def _waited(self, step: Any, pending: Any, deadline: float, chunks: int) -> Any:
+        """The item ``step`` waits for (on ``pending``), within ``deadline``: else the
+        deadline's error (first-token before any content, idle after)."""
         cm = self.clock.timeout_at(deadline)
         try:
             async with cm:
@@ -211,18 +263,25 @@ class Watched:
 
 
 async def assemble(
-    stream: AsyncIterator[Any], name: str, seen: Callable[[Any], None] | None = None
+    stream: AsyncIterator[Any], name: str, seen: Seen | None = None, first: Seen | None = None
 ) -> Response:
     """The final Response of ``stream`` (closed either way); ``StreamInterrupted`` without one.
-    ``seen``: told of every item (a hedge's lane claims its race at the first content)."""
+    ``seen``: told of every other item (a streamed delivery hands them on); ``first``: of
+    the first content, or of the Response when none came before (a hedge's lane claims its
+    race then). A :class:`Watched` provider is assembled by :meth:`Watched.assembled`."""
     final: Response | None = None
     try:
         async for item in stream:
-            if seen is not None:
-                seen(item)
             if isinstance(item, Response):
                 final = item
+                if first is not None:
+                    first(item)
                 break  # the answer is complete: its stream's tail is not waited for
+            if first is not None and is_content(item):
+                first(item)
+                first = None
+            if seen is not None:
+                seen(item)
     finally:  # what aclosing does, without its cost on every streamed run()
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:

@@ -7,13 +7,12 @@ may still be retried or handed over once text has left.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from orchestrator.engine.deadlines import PROGRESS
-from orchestrator.errors import PrefillUnsupported, Rejected, StreamInterrupted
+from orchestrator.engine.deadlines import PROGRESS, Seen, Watched, assemble
+from orchestrator.engine.racer import Racer
+from orchestrator.errors import PrefillUnsupported, Rejected
 from orchestrator.types import Message, Request, Response, ToolCallDelta
 
 if TYPE_CHECKING:
@@ -25,6 +24,7 @@ __all__ = [
     "PREFIX_CHARS",
     "Buffered",
     "Delivery",
+    "Sink",
     "Streamed",
     "continued",
     "takes_prefill",
@@ -92,7 +92,7 @@ class Streamed:
         "tool_started",
     )
 
-    def __init__(self, sink: asyncio.Queue[Any], mode: Literal["raise", "continue"]) -> None:
+    def __init__(self, sink: Sink, mode: Literal["raise", "continue"]) -> None:
         self.sink, self.mode = sink, mode
         self.delivered: list[str] = []
         #: The consumer left before the run ended: the call it cut is recorded as cancelled.
@@ -165,7 +165,14 @@ class Streamed:
             self.on_chunk()
             self.on_chunk = None
 
-    async def _stream(self, child: Any, request: Request, run: Run) -> Response:
+    def _stream(self, child: Any, request: Request, run: Run) -> Awaitable[Response]:
+        """One streamed call of ``child``, each item handed on as it comes (:meth:`_hand_on`)."""
+        if isinstance(child, Watched | Racer):  # the engine's views: one loop per call, no layer
+            self.tool_started = False
+            return child.assembled(request, self._hand_on(run, child.name))
+        return self._streamed(child, request, run)
+
+    async def _streamed(self, child: Any, request: Request, run: Run) -> Response:
         stream = getattr(child, "stream", None)
         if stream is None:
             response: Response = await child.complete(request)
@@ -173,34 +180,41 @@ class Streamed:
                 self.source = child.name
             self.push(response.text)
             return response
-        final: Response | None = None
         self.tool_started = False
-        agen = stream(request)
-        async with contextlib.aclosing(agen):
-            async for item in agen:
-                if isinstance(item, str):  # the common case first: one check per chunk
-                    if item:
-                        if run.log.first_at is None or self.on_chunk is not None:
-                            self._first_chunk(run)
-                        if not self.delivered:
-                            self.source = child.name
-                        self.delivered.append(item)
-                        self.sink.put_nowait(item)
-                    elif self.progress and item is PROGRESS:
-                        self.sink.put_nowait(item)
-                elif isinstance(item, Response):
-                    final = item
-                    break  # the answer is complete: the stream's tail is not waited for
-                elif isinstance(item, ToolCallDelta):
-                    self.tool_started = True
+        return await assemble(stream(request), child.name, self._hand_on(run, child.name))
+
+    def _hand_on(self, run: Run, name: str) -> Seen:
+        """What a streamed call of ``name`` does with each item but its final Response:
+        text goes to the consumer (:data:`PROGRESS` too, if it takes it), a tool-call
+        delta marks the call as having started a tool call."""
+
+        def seen(item: object) -> None:
+            if isinstance(item, str):  # the common case first: one check per chunk
+                if item:
                     if run.log.first_at is None or self.on_chunk is not None:
                         self._first_chunk(run)
-        if final is None:
-            raise StreamInterrupted("stream ended without its final message", provider=child.name)
-        return final
+                    if not self.delivered:
+                        self.source = name
+                    self.delivered.append(item)
+                    self.sink.put_nowait(item)
+                elif self.progress and item is PROGRESS:
+                    self.sink.put_nowait(item)
+            elif isinstance(item, ToolCallDelta):
+                self.tool_started = True
+                if run.log.first_at is None or self.on_chunk is not None:
+                    self._first_chunk(run)
+
+        return seen
 
 
 Delivery = Buffered | Streamed
+
+
+class Sink(Protocol):
+    """Where a streamed run's chunks go (the consumer's :class:`~.streaming.Chunks`)."""
+
+    def put_nowait(self, item: Any) -> None: ...
+
 
 #: The user turn that asks a provider taking no prefill to continue a cut answer.
 CONTINUE_ASK = (

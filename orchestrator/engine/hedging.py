@@ -130,6 +130,8 @@ class _Race:
         #: The task deciding on hedges, once the first lane's call waits (:meth:`first`).
         self.watcher: asyncio.Task[Result | BaseException] | None = None
         self.timer: asyncio.TimerHandle | None = None  # when the watcher starts (system clock)
+        #: The caller's task while the first lane's call runs in it, once that call waited.
+        self.caller: asyncio.Task[Any] | None = None
 
     def _lane(
         self, idx: int, request: Request, via: Via, note: str | None
@@ -179,24 +181,27 @@ class _Race:
         """The first lane's call waits: from now on it races (the watcher may hedge it)."""
         caller = asyncio.current_task()
         assert caller is not None
-        lane.task = adopted = Adopted(caller)
-        adopted.add_done_callback(lambda _t: self._ended(lane))
+        self.caller = caller
         delay = self.hedging.delay(lane.racer.name)
         if delay is None:
             return  # never hedged: nothing to watch
         if type(self.run.agent.clock) is SystemClock:
-            # No task until the hedge is due: most calls end before (the loop's clock is
-            # the system's; another clock's time moves only as it says, so it is watched).
+            # No task, nor a future for the call, until the hedge is due: most calls end
+            # before (the loop's clock is the system's; another clock's time moves only as
+            # it says, so it is watched).
             loop = asyncio.get_running_loop()
             later = lane.racer.lane_started + delay - time.monotonic()
-            self.timer = loop.call_at(loop.time() + later, self._watch, adopted)
+            self.timer = loop.call_at(loop.time() + later, self._watch, lane)
         else:
-            self._watch(adopted)
+            self._watch(lane)
 
-    def _watch(self, adopted: Adopted) -> None:
-        """Start the watcher (:meth:`decide`), unless the first call won or ended already."""
-        if self.winner is not None or adopted.done():
+    def _watch(self, lane: _Lane) -> None:
+        """Start the watcher (:meth:`decide`), unless the first call won or ended already;
+        the call is seen through an :class:`Adopted` future from now on."""
+        if self.winner is not None or self.caller is None:
             return
+        lane.task = adopted = Adopted(self.caller)
+        adopted.add_done_callback(lambda _t: self._ended(lane))
         self.watcher = asyncio.create_task(self.decide())
         # A lane that stopped the run ends the watcher early: the inline call is cut then.
         self.watcher.add_done_callback(lambda _t: adopted.cancel())
@@ -205,8 +210,11 @@ class _Race:
         """The inline call ended: whether the watcher decides the outcome (else the call's
         own outcome stands, or its error is raised)."""
         adopted = lane.task
-        if not isinstance(adopted, Adopted):
-            return False  # it never waited: no race was built
+        waited, self.caller = self.caller is not None, None
+        if not isinstance(adopted, Adopted):  # no race was built (most calls)
+            if waited and isinstance(error, asyncio.CancelledError):
+                lane.racer.record_lost()  # the caller's own cancellation cut the call
+            return False
         if isinstance(error, asyncio.CancelledError) and not adopted.taken_back():
             adopted.ended(error=error)  # the caller's own cancellation
             lane.racer.record_lost()

@@ -1,13 +1,13 @@
 """A hedged call's first child, run in the caller's own task until a race needs it.
 
 Most calls of a hedged chain are answered by the first child before its hedge
-delay; for those, a lane task, an event and a timer are pure cost. So the first
+delay; for those, a lane task, an event and a future are pure cost. So the first
 child runs inline (:func:`drive`): a call that completes without waiting builds
-nothing more; one that waits becomes the race's first lane, seen through an
-:class:`Adopted` future (done when the inline call ends; cancelling it, when a
-hedge won, cancels the caller's task, which the race takes back with
-:meth:`Adopted.taken_back`), and the race's watcher task starts only when the
-hedge is due (:mod:`orchestrator.engine.hedging`).
+nothing more; one that waits arms the hedge's timer, and only when the hedge is
+due does the race's watcher task start and the call become the race's first lane,
+seen through an :class:`Adopted` future (done when the inline call ends;
+cancelling it, when a hedge won, cancels the caller's task, which the race takes
+back with :meth:`Adopted.taken_back`) (:mod:`orchestrator.engine.hedging`).
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ call it was in as ``hedge_lost``, with its estimated input tokens and cost.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import events
-from orchestrator.engine.deadlines import assemble, is_content
+from orchestrator.engine.deadlines import Seen, Watched, assemble
 from orchestrator.tokens import input_tokens_estimate
 from orchestrator.types import Attempt, Request, Response, Usage
 
@@ -52,33 +52,29 @@ class Racer:
         self.call: tuple[int, float, float] | None = None
         self.request: Request | None = None
 
-    async def complete(self, request: Request) -> Response:
+    def complete(self, request: Request) -> Awaitable[Response]:
         """The reply; streamed when the provider can, so its first content is seen."""
-        return await assemble(self._open(request), self.name, self._seen)
+        return self.assembled(request)
 
-    async def stream(self, request: Request) -> AsyncIterator[Any]:
-        """The provider's stream (or its whole reply as one chunk), claiming at first content."""
-        agen = self._open(request)
-        try:
-            async for item in agen:
-                self._seen(item)
-                yield item
-        finally:  # closed here (not by aclosing: this runs on every hedged call)
-            await agen.aclose()
-
-    def _open(self, request: Request) -> AsyncGenerator[Any, None]:
-        """The provider's stream (or its whole reply as one chunk): the lane's call starts."""
+    def assembled(self, request: Request, seen: Seen | None = None) -> Awaitable[Response]:
+        """The reply, the lane's call starting now: streamed when the provider can (its
+        items but the last told to ``seen``), claiming the race at its first content."""
         clock = self.lane_run.agent.clock
         self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
         self.request = request
-        source = getattr(self.callee, "stream", None)
-        agen: AsyncGenerator[Any, None]
-        agen = source(request) if callable(source) else _whole(self.callee, request)
-        return agen
+        if isinstance(self.callee, Watched):  # its deadlines and the claim in one loop
+            return self.callee.assembled(request, seen, self._first)
+        return self._assembled(request, seen)
 
-    def _seen(self, item: object) -> None:
-        """Claim the race at the call's first content (or whole reply), learning its latency."""
-        if self.race.winner is None and (is_content(item) or isinstance(item, Response)):
+    async def _assembled(self, request: Request, seen: Seen | None) -> Response:
+        source = getattr(self.callee, "stream", None)
+        agen = source(request) if callable(source) else _whole(self.callee, request)
+        return await assemble(agen, self.name, seen, self._first)
+
+    def _first(self, item: object) -> None:
+        """Claim the race at the call's first content (its reply if none came before),
+        learning its latency."""
+        if self.race.winner is None:
             assert self.call is not None
             started = self.call[1]
             self.race.hedging.observe(self.name, self.lane_run.agent.clock.now() - started)

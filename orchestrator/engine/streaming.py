@@ -7,6 +7,7 @@ streams into the queue is the run's :class:`~orchestrator.engine.delivery.Stream
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,9 +20,37 @@ if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.routing.router import Keys
 
-__all__ = ["StreamRun"]
+__all__ = ["Chunks", "StreamRun"]
 
 _END: Any = object()
+
+
+class Chunks:
+    """The chunks on their way from the run's task to the consumer: the run's delivery
+    puts them (:meth:`put_nowait`), ``__anext__`` takes them; a future only for a consumer
+    waiting on none (an :class:`asyncio.Queue` did a dozen calls a chunk for the same)."""
+
+    __slots__ = ("items", "waiters")
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def put_nowait(self, item: Any) -> None:
+        """Add ``item``; wake whoever waits."""
+        self.items.append(item)
+        if self.waiters:
+            waiters, self.waiters = self.waiters, []
+            for waiter in waiters:
+                if not waiter.done():  # a consumer cancelled while it waited
+                    waiter.set_result(None)
+
+    async def arrived(self) -> None:
+        """Wait until there is a chunk."""
+        while not self.items:
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiters.append(waiter)
+            await waiter
 
 
 class StreamRun:
@@ -51,13 +80,13 @@ class StreamRun:
         self._mode = mode
         self._timeout = timeout
         self._progress = progress
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._chunks = Chunks()
         self._run: Run | None = None
         self._task: asyncio.Task[Result] | None = None
         self._delivery: Streamed | None = None
 
     async def __aenter__(self) -> StreamRun:
-        delivery = self._delivery = Streamed(self._queue, self._mode)
+        delivery = self._delivery = Streamed(self._chunks, self._mode)
         delivery.progress = self._progress
         self._run = Run.start(
             self._agent, self._request, None, self._timeout, delivery, keys=self._keys
@@ -69,7 +98,7 @@ class StreamRun:
         try:
             return await run.execute()
         finally:
-            self._queue.put_nowait(_END)
+            self._chunks.put_nowait(_END)
 
     def __aiter__(self) -> StreamRun:
         return self
@@ -77,12 +106,14 @@ class StreamRun:
     async def __anext__(self) -> str:
         if self._task is None:
             raise RuntimeError("StreamRun: use 'async with agent.stream(...) as s' first")
-        item = await self._queue.get()
-        if item is _END:
-            self._queue.put_nowait(_END)  # later __anext__ calls end too
+        chunks = self._chunks
+        if not chunks.items:
+            await chunks.arrived()
+        item = chunks.items[0]
+        if item is _END:  # left in place: later __anext__ calls end too
             await self._task  # raises the run's error, if any
             raise StopAsyncIteration
-        text: str = item
+        text: str = chunks.items.popleft()
         return text
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from orchestrator import FallbackAgent, Request
+from orchestrator.engine import hedging, inline
 from orchestrator.testing import FakeClock
 from providers import FunctionProvider
 from tests.orchestrator.engine.paced import Ticker
@@ -118,3 +119,66 @@ async def test_a_first_child_that_waits_but_answers_in_time_makes_no_event(
     results = await asyncio.gather(*(agent.run("hi") for _ in range(20)))
     assert {r.handled_by for r in results} == {"a"}
     assert made == []
+
+
+@pytest.fixture
+def adopted(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The futures the race sees a first child's inline call through, as they are made."""
+    made: list[object] = []
+
+    class Counted(inline.Adopted):
+        def __init__(self, caller: asyncio.Task[object]) -> None:
+            super().__init__(caller)
+            made.append(self)
+
+    monkeypatch.setattr(hedging, "Adopted", Counted)
+    return made
+
+
+async def test_a_first_child_that_waits_but_answers_in_time_makes_no_future(
+    adopted: list[object],
+) -> None:
+    # On the system clock the call waits under a loop timer only: the future the race
+    # would see it through is made when the hedge is due (main: one per call that waited).
+    async def answer(request: Request) -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    agent = FallbackAgent([FunctionProvider(answer, name="a"), FunctionProvider(answer, name="b")])
+    results = await asyncio.gather(*(agent.run("hi") for _ in range(20)))
+    assert {r.handled_by for r in results} == {"a"}
+    assert adopted == []
+
+
+async def test_a_first_child_still_racing_when_the_hedge_is_due_is_adopted(
+    clock: FakeClock, adopted: list[object]
+) -> None:
+    slow, fast = slow_and_fast(clock)
+    agent = FallbackAgent([slow, fast], hedge_after=0.4, clock=clock)
+    async with Ticker(clock):
+        result = await agent.run("hi")
+    assert result.handled_by == "fast" and len(adopted) == 1
+    assert [a.reason for a in result.attempts] == ["hedge_lost", None]
+
+
+async def test_the_callers_cancellation_before_the_hedge_is_due_cuts_the_call_alone() -> None:
+    started, gate = asyncio.Event(), asyncio.Event()
+
+    async def waits(request: Request) -> str:
+        started.set()
+        await gate.wait()  # never set: only the caller's cancellation ends it
+        return "late"
+
+    second = FunctionProvider(waits, name="b")
+    agent = FallbackAgent([FunctionProvider(waits, name="a"), second])
+    before = len(asyncio.all_tasks())
+    for _ in range(3):
+        task = asyncio.create_task(agent.run("hi"))
+        await started.wait()
+        started.clear()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(asyncio.all_tasks()) == before  # no watcher, no lane left behind
+    loop = asyncio.get_running_loop()
+    assert not [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
