@@ -33,7 +33,6 @@ policy, then handed over).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -133,10 +132,11 @@ Seen = Callable[[Any], None]
 class Watched:
     """A streaming provider under its deadlines; the engine calls this instead of it.
 
-    ``stream`` yields what the provider yields, failing with
+    ``assembled`` streams the provider and returns its final Response, telling a
+    callback of each item (a streamed delivery, a hedge's claim), failing with
     :class:`FirstTokenTimeout` / :class:`StreamStalled` when content is late;
-    ``complete`` streams under the hood and returns the final Response; ``assembled``
-    does too, telling a callback of each item (a streamed delivery, a hedge's claim).
+    ``complete`` is ``assembled`` (or the provider's own, under the default idle
+    deadline alone).
     """
 
     __slots__ = ("clock", "name", "provider", "watch")
@@ -160,36 +160,12 @@ class Watched:
             return call
         return self.assembled(request)
 
-    async def stream(self, request: Request) -> AsyncIterator[Any]:
-        """The provider's stream, each wait for content bounded by a deadline: for a consumer
-        taking the items one by one (the engine's own calls go through :meth:`assembled`)."""
-        clock, watch = self.clock, self.watch
-        agen = self.provider.stream(request)
-        chunks = 0
-        deadline = None if watch.first_token is None else clock.now() + watch.first_token
-        async with contextlib.aclosing(agen):
-            while True:
-                try:
-                    item = await self._next(agen, deadline, chunks)
-                except StopAsyncIteration:
-                    return
-                if isinstance(item, Response):
-                    yield item
-                    return  # the answer is complete: the stream's tail is not waited for
-                if is_content(item):
-                    chunks += 1
-                elif item is not PROGRESS:
-                    yield item  # a keep-alive (or anything else): no deadline moves
-                    continue
-                if chunks:  # the first deadline runs to the first content
-                    deadline = None if watch.idle is None else clock.now() + watch.idle
-                yield item
-
     async def assembled(
         self, request: Request, seen: Seen | None = None, first: Seen | None = None
     ) -> Response:
-        """What :func:`assemble` makes of :meth:`stream`, in one loop: the engine's own way to
-        call a watched provider (``seen`` and ``first`` as :func:`assemble`'s), with no
+        """The provider's final Response, its stream read under the deadlines (each wait for
+        content bounded: the first-token one until the first content, then the idle one),
+        ``seen`` and ``first`` told as :func:`assemble` tells them; in one loop, with no
         generator or coroutine of the engine between the provider and it on each item."""
         clock, watch = self.clock, self.watch
         agen = self.provider.stream(request)
@@ -200,11 +176,13 @@ class Watched:
                 step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
                 if deadline is None:
                     item = await step
-                else:  # what _next does, inline: this loop runs per item of every call
+                else:  # this loop runs per item of every call: a timer only for a wait
                     try:
                         pending = step.send(None)
                     except StopIteration as ready:
-                        item = ready.value  # ready without waiting: no timer (see _next)
+                        # Ready without waiting (the rest of a body already received): no
+                        # timer. Most items of a stream are; a timer each cost more than them.
+                        item = ready.value
                     else:
                         item = await self._waited(step, pending, deadline, chunks)
                 if isinstance(item, Response):
@@ -225,18 +203,6 @@ class Watched:
         finally:
             await agen.aclose()
         raise StreamInterrupted("stream ended without its final message", provider=self.name)
-
-    async def _next(self, agen: AsyncIterator[Any], deadline: float | None, chunks: int) -> Any:
-        step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
-        if deadline is None:
-            return await step
-        try:
-            pending = step.send(None)
-        except StopIteration as ready:
-            # Ready without waiting (the rest of a body already received): no timer. Most
-            # items of a stream are, and a timer per item cost more than parsing it.
-            return ready.value
-        return await self._waited(step, pending, deadline, chunks)
 
     async def _waited(self, step: Any, pending: Any, deadline: float, chunks: int) -> Any:
         """The item ``step`` waits for (on ``pending``), within ``deadline``: else the

@@ -10,7 +10,7 @@ from contextlib import AbstractAsyncContextManager
 import pytest
 
 from orchestrator import PROGRESS, Request, Response
-from orchestrator.engine.deadlines import Watch, Watched, assemble
+from orchestrator.engine.deadlines import Watch, Watched
 from orchestrator.errors import StreamStalled
 from orchestrator.testing import FakeClock
 from tests.orchestrator.engine.paced import Ticker
@@ -53,7 +53,7 @@ class Body:
 async def test_items_ready_without_waiting_take_no_timer() -> None:
     clock = CountingClock()
     watched = Watched(Body(ready=6), Watch(None, idle=5.0), clock)
-    response = await assemble(watched.stream(Request("hi")), "body")
+    response = await watched.assembled(Request("hi"))
     assert response.text == "done"
     assert clock.timers == 0  # main: one per item after the first content (11)
 
@@ -61,8 +61,10 @@ async def test_items_ready_without_waiting_take_no_timer() -> None:
 async def test_each_wait_after_the_first_content_takes_one_timer() -> None:
     clock = CountingClock()
     watched = Watched(Body(ready=2, waits=3), Watch(None, idle=5.0), clock)
-    items = [item async for item in watched.stream(Request("hi"))]
-    assert items[-1] == Response(text="done") and clock.timers == 3
+    items: list[object] = []
+    response = await watched.assembled(Request("hi"), items.append)
+    assert items == ["c0", PROGRESS, "c1", PROGRESS, "w0", "w1", "w2"]
+    assert response == Response(text="done") and clock.timers == 3
 
 
 @pytest.mark.parametrize("ready", [0, 3])
@@ -73,7 +75,7 @@ async def test_many_streams_in_flight_stall_at_idle_or_answer(ready: int) -> Non
     async def one(body: Body) -> str:
         watched = Watched(body, Watch(None, idle=0.5), clock)
         try:
-            return (await assemble(watched.stream(Request("hi")), "body")).text
+            return (await watched.assembled(Request("hi"))).text
         except StreamStalled:
             return "stalled"
 
