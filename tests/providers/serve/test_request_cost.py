@@ -22,7 +22,7 @@ from orchestrator import FallbackAgent
 from orchestrator.types import Attempt, Request, Response, Result, ToolCall, Usage
 from providers import serve
 from providers.http import safe_json
-from providers.serve import GatewaySettings, intake
+from providers.serve import GatewaySettings, fields, intake
 from providers.serve import call as call_module
 from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import ENV, GatewayKeys
@@ -352,3 +352,21 @@ async def test_a_reply_of_other_values_is_still_proven(
 async def test_a_reply_the_stdlib_refuses_is_still_refused(proofs: list[Any]) -> None:
     with pytest.raises(ValueError):  # NaN: the stdlib refuses it, orjson would write null
         await _whole(OpenAIWire(), _answer(usage=Usage(math.nan, 2)))  # type: ignore[arg-type]
+
+
+def test_a_body_with_no_option_checks_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    for name in ("optional", "positive_int", "temperature", "stop_sequences", "affinity"):
+        real = getattr(fields, name)
+
+        def counted(*args: Any, real: Any = real, name: str = name) -> Any:
+            asked.append(name)
+            return real(*args)
+
+        monkeypatch.setattr(fields, name, counted)
+    wire = OpenAIWire()
+    plain = {**REQUEST, "top_p": 0.5}  # a field the gateway does not read
+    assert wire.parse(plain) == ClientCall("m", Request("hi"))
+    assert asked == []  # main: 8 checks of options the body does not have
+    streamed = wire.parse({**plain, "stream": True, "user": "u-1"})
+    assert (streamed.stream, streamed.affinity) == (True, "u-1") and asked
