@@ -68,7 +68,9 @@ class Wire(Protocol):
         """The client's JSON body as a call (raises ``BadRequest``)."""
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
-        """A whole (non-streamed) reply, naming ``call.answering(result.model)``."""
+        """A whole (non-streamed) reply, naming ``call.answering(result.model)``. What it
+        adds to ``result``'s values is exactly str, int, bool, None, dicts and lists: the
+        reply may then be written without a proof (:func:`encoded`'s ``plain``)."""
 
     def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
         """Status and body for a failure, in this format."""
