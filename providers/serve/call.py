@@ -7,11 +7,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from orchestrator.types import Request, Result, Usage
 from providers.http.safe_json import dumps_if_exact, replace_lone_surrogates
 from providers.serve.failures import Failure
 
-__all__ = ["ClientCall", "Streamer", "Wire", "dumps", "new_id", "usage_of"]
+__all__ = ["ClientCall", "Streamer", "Wire", "dumps", "encoded", "new_id", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,9 @@ class Wire(Protocol):
         """The client's JSON body as a call (raises ``BadRequest``)."""
 
     def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
-        """A whole (non-streamed) reply, naming ``call.answering(result.model)``."""
+        """A whole (non-streamed) reply, naming ``call.answering(result.model)``. What it
+        adds to ``result``'s values is exactly str, int, bool, None, dicts and lists: the
+        reply may then be written without a proof (:func:`encoded`'s ``plain``)."""
 
     def error(self, failure: Failure) -> tuple[int, dict[str, Any]]:
         """Status and body for a failure, in this format."""
@@ -83,8 +87,25 @@ def dumps(value: Any) -> str:
     provider may return; upstream JSON has none left) goes out as U+FFFD. By orjson where
     that is exact (:func:`~providers.http.safe_json.dumps_if_exact`), else the stdlib."""
     fast = dumps_if_exact(value)
-    if fast is not None:
-        return fast.decode()
+    return _by_stdlib(value) if fast is None else fast.decode()
+
+
+def encoded(value: Any, plain: bool = False) -> bytes:
+    """:func:`dumps` as the UTF-8 bytes of a reply's body: orjson's own, not decoded to be
+    encoded again. ``plain``: the caller vouches that ``value`` holds nothing but dicts,
+    lists and exact str, int, bool and None (no float, no subclass, no other type), whose
+    JSON by orjson is the stdlib's (or refused: a lone surrogate, an integer past 64 bits),
+    so it is not parsed back to prove it."""
+    if plain:
+        try:
+            return orjson.dumps(value)
+        except TypeError:  # orjson.JSONEncodeError: the proven way below says what to do
+            pass
+    fast = dumps_if_exact(value)
+    return _by_stdlib(value).encode() if fast is None else fast
+
+
+def _by_stdlib(value: Any) -> str:
     return replace_lone_surrogates(_ENCODER.encode(value))
 
 

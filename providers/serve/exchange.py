@@ -14,7 +14,7 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from providers.serve.call import dumps
+from providers.serve.call import encoded
 
 __all__ = ["JSON", "Exchange", "Reply", "Sink", "json_reply"]
 
@@ -32,9 +32,11 @@ class Reply:
     close: bool = False
 
 
-def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
-    """``body`` as a JSON reply."""
-    return Reply(status, dumps(body).encode(), {"Content-Type": JSON, **(headers or {})})
+def json_reply(
+    status: int, body: Any, headers: dict[str, str] | None = None, plain: bool = False
+) -> Reply:
+    """``body`` as a JSON reply (``plain``: see :func:`~providers.serve.call.encoded`)."""
+    return Reply(status, encoded(body, plain), {"Content-Type": JSON, **(headers or {})})
 
 
 class Sink(Protocol):

@@ -43,6 +43,13 @@ _ERROR_CODES = {
 }
 
 
+#: The fields besides ``model`` and ``messages`` that :meth:`OpenAIWire.parse` reads.
+_OPTIONS = frozenset(
+    {"n", "tools", "tool_choice", "max_completion_tokens", "max_tokens", "stream_options"}
+    | {"temperature", "stop", "stream", "prompt_cache_key", "user"}
+)
+
+
 def _tool_calls(raw: Any, where: str) -> tuple[ToolCall, ...]:
     if raw is None:
         return ()
@@ -109,6 +116,9 @@ class OpenAIWire:
     def parse(self, data: dict[str, Any]) -> ClientCall:
         model = fields.require(data, "model", str, "")
         raw = fields.require(data, "messages", list, "")
+        if data.keys().isdisjoint(_OPTIONS):  # most calls: none to check, the defaults hold
+            messages, system = _messages(raw)
+            return ClientCall(model, fields.request(messages=messages, system=system))
         if fields.optional(data, "n", int, "") not in (None, 1):
             raise BadRequest("n: only n=1 is supported")
         messages, system = _messages(raw)

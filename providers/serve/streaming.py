@@ -12,7 +12,7 @@ import time
 from orchestrator.errors import FallbackError
 from orchestrator.events import emit, error_fields
 from orchestrator.types import Result
-from providers.serve.call import ClientCall, Streamer, Wire
+from providers.serve.call import ClientCall, Streamer, Wire, usage_of
 from providers.serve.exchange import Exchange, Reply, Sink, json_reply
 from providers.serve.failures import Failure, failure_of
 from providers.serve.models import Model
@@ -67,7 +67,23 @@ async def run_whole(wire: Wire, call: ClientCall, model: Model) -> Reply:
     except Exception as exc:
         return failure_reply(wire, failed(exc), _attempts(exc))
     reply = wire.reply(call, result)
-    return json_reply(200, reply, _result_headers(call, result))
+    return json_reply(200, reply, _result_headers(call, result), _plain(result))
+
+
+def _plain(result: Result) -> bool:
+    """Whether a wire's reply to ``result`` holds plain JSON types only (see
+    :func:`~providers.serve.call.encoded`): a wire adds its own str, int, bool and None
+    values to what it takes from ``result``, the provider's, which may be of any type. So:
+    its text, model and token counts exactly str and int, and no tool calls (whose
+    arguments may hold anything)."""
+    usage = usage_of(result)
+    return (
+        not result.tool_calls
+        and type(result.text) is str
+        and (result.model is None or type(result.model) is str)
+        and type(usage.input_tokens) is int
+        and type(usage.output_tokens) is int
+    )
 
 
 async def stream(ex: Exchange, wire: Wire, call: ClientCall, model: Model) -> Reply | None:

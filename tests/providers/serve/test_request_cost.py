@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import math
 import os
 import sys
 from collections.abc import AsyncIterable, AsyncIterator
@@ -17,16 +19,23 @@ import aiohttp
 import pytest
 
 from orchestrator import FallbackAgent
-from orchestrator.types import Request, Response, Result
+from orchestrator.types import Attempt, Request, Response, Result, ToolCall, Usage
 from providers import serve
-from providers.serve import GatewaySettings, intake
+from providers.http import safe_json
+from providers.serve import GatewaySettings, fields, intake
+from providers.serve import call as call_module
+from providers.serve.anthropic_wire import AnthropicWire
 from providers.serve.auth import ENV, GatewayKeys
 from providers.serve.call import ClientCall
 from providers.serve.failures import BadRequest
 from providers.serve.gateway import Gateway
 from providers.serve.models import Model, Models
+from providers.serve.openai_wire import OpenAIWire
+from providers.serve.responses_wire import ResponsesWire
+from providers.serve.streaming import run_whole
 from tests.providers.serve.conftest import Recorder, current_server, gateway
 
+_STDLIB = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -255,3 +264,109 @@ async def test_keys_set_anew_are_the_keys_asked(before: str, after: str) -> None
     gw.keys = GatewayKeys.load({ENV: after})
     reply = await gw.handle(_Probe())  # type: ignore[arg-type]
     assert reply is not None and reply.status == (401 if after else 200)
+
+
+class _Answers:
+    """An agent answering every run with ``result``."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+
+    async def run(self, request: Request, affinity: str | None = None) -> Result:
+        return self.result
+
+
+class _Kept:
+    """A wire whose replies (the dicts) are kept."""
+
+    def __init__(self, wire: Any) -> None:
+        self.wire, self.replies = wire, list[dict[str, Any]]()
+
+    def reply(self, call: ClientCall, result: Result) -> dict[str, Any]:
+        made: dict[str, Any] = self.wire.reply(call, result)
+        self.replies.append(made)
+        return made
+
+
+def _answer(text: Any = "ok", model: Any = "gpt-real", usage: Any = None, **more: Any) -> Result:
+    attempt = Attempt("p", None, 1, 0.0, 0.1, usage=usage or Usage(3, 2))
+    return Result(text, "p", (attempt,), 0.1, model=model, **more)
+
+
+async def _whole(wire: Any, result: Result) -> tuple[bytes, dict[str, Any]]:
+    """The reply's body and the dict ``wire`` made of ``result``."""
+    kept: Any = _Kept(wire)
+    reply = await run_whole(
+        kept, ClientCall("m", Request("hi")), Model("m", _Answers(result), "agent")
+    )
+    assert reply.status == 200
+    return reply.body, kept.replies[0]
+
+
+@pytest.fixture
+def proofs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The values whose JSON was proven by parsing orjson's bytes back."""
+    asked: list[Any] = []
+    real = safe_json.dumps_if_exact
+
+    def counted(value: Any) -> bytes | None:
+        asked.append(value)
+        return real(value)
+
+    monkeypatch.setattr(call_module, "dumps_if_exact", counted)
+    return asked
+
+
+_WIRES = [OpenAIWire(), AnthropicWire(), ResponsesWire()]
+
+
+@pytest.mark.parametrize("wire", _WIRES)
+async def test_a_reply_of_plain_values_is_not_parsed_back(wire: Any, proofs: list[Any]) -> None:
+    body, made = await _whole(wire, _answer())
+    assert json.loads(body) == json.loads(_STDLIB.encode(made))
+    assert proofs == []  # main: each reply's bytes parsed back to prove them
+
+
+class _Name(str):
+    """A provider's model name of its own type."""
+
+
+@pytest.mark.parametrize("wire", _WIRES)
+@pytest.mark.parametrize(
+    "result",
+    [
+        _answer(tool_calls=(ToolCall("c1", "f", {"x": 1.5}),)),  # arguments may hold anything
+        _answer(usage=Usage(3.0, 2)),  # type: ignore[arg-type]  # a provider's float
+        _answer(model=_Name("gpt-real")),
+        _answer(text=_Name("ok")),
+    ],
+)
+async def test_a_reply_of_other_values_is_still_proven(
+    wire: Any, result: Result, proofs: list[Any]
+) -> None:
+    body, made = await _whole(wire, result)
+    assert json.loads(body) == json.loads(_STDLIB.encode(made))
+    assert proofs[-1] is made  # the reply (a tool call's arguments come first)
+
+
+async def test_a_reply_the_stdlib_refuses_is_still_refused(proofs: list[Any]) -> None:
+    with pytest.raises(ValueError):  # NaN: the stdlib refuses it, orjson would write null
+        await _whole(OpenAIWire(), _answer(usage=Usage(math.nan, 2)))  # type: ignore[arg-type]
+
+
+def test_a_body_with_no_option_checks_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    for name in ("optional", "positive_int", "temperature", "stop_sequences", "affinity"):
+        real = getattr(fields, name)
+
+        def counted(*args: Any, real: Any = real, name: str = name) -> Any:
+            asked.append(name)
+            return real(*args)
+
+        monkeypatch.setattr(fields, name, counted)
+    wire = OpenAIWire()
+    plain = {**REQUEST, "top_p": 0.5}  # a field the gateway does not read
+    assert wire.parse(plain) == ClientCall("m", Request("hi"))
+    assert asked == []  # main: 8 checks of options the body does not have
+    streamed = wire.parse({**plain, "stream": True, "user": "u-1"})
+    assert (streamed.stream, streamed.affinity) == (True, "u-1") and asked
