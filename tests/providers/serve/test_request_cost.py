@@ -370,36 +370,3 @@ def test_a_body_with_no_option_checks_none(monkeypatch: pytest.MonkeyPatch) -> N
     assert asked == []  # main: 8 checks of options the body does not have
     streamed = wire.parse({**plain, "stream": True, "user": "u-1"})
     assert (streamed.stream, streamed.affinity) == (True, "u-1") and asked
-
-
-class _Reads(dict[str, Any]):
-    """A body that records the fields read from it."""
-
-    read: set[str]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.read.add(key)
-        return super().get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key: object) -> bool:
-        self.read.add(str(key))
-        return super().__contains__(key)
-
-
-def test_the_options_a_body_skips_are_every_one_parse_reads_and_default_alike() -> None:
-    # The fast path's list must name every field the full parse reads (or a body with only
-    # an unlisted one would skip its check), and each absent option's default be the fast
-    # path's: a body with any one of them null parses as a body without it.
-    from providers.serve.openai_wire import _OPTIONS
-
-    wire = OpenAIWire()
-    body = _Reads({**REQUEST, "n": None})
-    body.read = set()
-    wire.parse(body)
-    assert body.read - {"model", "messages"} <= _OPTIONS
-    for name in sorted(_OPTIONS):
-        assert wire.parse({**REQUEST, name: None}) == wire.parse(REQUEST), name
