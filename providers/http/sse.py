@@ -15,12 +15,11 @@ into chunks) and refuses a line or an event over ``max_bytes`` with
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from providers.http.body import BodyTooLarge
 
-__all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "SSEEvent", "SSELimitExceeded", "sse_events"]
+__all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "SSEEvent", "SSELimitExceeded"]
 
 DEFAULT_MAX_SSE_BYTES = 32 * 1024 * 1024
 """The longest line, and the most data one event may carry, by default (32 MiB)."""
@@ -160,21 +159,3 @@ class SSEDecoder:
             self._data.append(value)
         elif field == "event":
             self._event = value
-
-
-async def sse_events(
-    chunks: AsyncIterator[bytes], *, max_bytes: int = DEFAULT_MAX_SSE_BYTES
-) -> AsyncIterator[SSEEvent]:
-    """The events of a streamed body given as byte chunks (lines and events capped at
-    ``max_bytes``, see :class:`SSEDecoder`)."""
-    decoder = SSEDecoder(max_bytes=max_bytes)
-    try:
-        async for chunk in chunks:
-            for event in decoder.feed(chunk):
-                yield event
-    finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    for event in decoder.close():
-        yield event
