@@ -89,8 +89,7 @@ async def _below(sim: SimulatedServer, route: str, provider: Any, events: int, c
     return resumes.below(provider)
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(("route", "transport"), [(r, t) for r in ROUTES for t in TRANSPORTS])
 async def test_the_layers_below_a_stream_resume_per_chunk_not_per_event(
     sim: SimulatedServer, route: str, transport: str
 ) -> None:
