@@ -23,6 +23,7 @@ from providers.http.base import (
     VendorSettings,
     dig,
     join_url,
+    off_loop,
     schema_name,
 )
 from providers.http.errors import map_anthropic_error
@@ -168,27 +169,36 @@ class AnthropicMessages(VendorProvider):
         """
         payload, prefill, answer = self.payload(request, stream=True)
         state = _StreamState(answer, prefill)
-        done, kind = False, None
-        events = self.post_events(self._stream_url, payload)
+        done = stopped = False
+        kind = None
+        events = await self.post_events(self._stream_url, payload)
         try:
-            async for event in events:
-                data = await self.event_json(event)
-                kind = data.get("type", event.event) if isinstance(data, Mapping) else None
-                if kind == "message_stop" or done:
-                    break
-                if kind == "error":
-                    raise map_anthropic_error(
-                        None, {}, data, provider=self.name, key=self.secrets()
+            async for batch in events:
+                for event in batch:
+                    data = (
+                        await self.event_json_off_loop(event)
+                        if off_loop(event.data)
+                        else self.event_json(event)
                     )
-                if kind == "ping":
-                    continue  # a keep-alive: no progress
-                item = self.parsed(state.read, kind, data)
-                if kind == "message_delta" and state.stop == "refusal":
-                    raise _refusal(self.name)
-                yield item or PROGRESS
-                if kind == "message_delta" and state.stop is not None:
-                    done = True
-                    yield self._final(state, answer)
+                    kind = data.get("type", event.event) if isinstance(data, Mapping) else None
+                    if kind == "message_stop" or done:
+                        stopped = True
+                        break
+                    if kind == "error":
+                        raise map_anthropic_error(
+                            None, {}, data, provider=self.name, key=self.secrets()
+                        )
+                    if kind == "ping":
+                        continue  # a keep-alive: no progress
+                    item = self.parsed(state.read, kind, data)
+                    if kind == "message_delta" and state.stop == "refusal":
+                        raise _refusal(self.name)
+                    yield item or PROGRESS
+                    if kind == "message_delta" and state.stop is not None:
+                        done = True
+                        yield self._final(state, answer)
+                if stopped:
+                    break
             if not done:
                 yield self._final(state, answer, ended=kind == "message_stop")
         except InvalidOutput as error:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Literal, Unpack
 from urllib.parse import quote, urlsplit
 
@@ -22,10 +22,11 @@ from pydantic import ValidationInfo, field_validator
 from orchestrator.config.spec import BuildContext, Name, given, value_problem
 from orchestrator.errors import NotInstalled
 from orchestrator.secrets import Secret
-from orchestrator.types import Request, Response, ToolCallDelta
+from orchestrator.types import Request, Response
 from providers.http.base import VendorSettings
 from providers.http.bearer import BearerToken
 from providers.http.spec import check_url
+from providers.http.sse import SSEEvent
 from providers.openai import OpenAIChat, OpenAISpec
 
 __all__ = ["ENTRA_SCOPE", "AzureOpenAI", "AzureOpenAISpec"]
@@ -202,11 +203,12 @@ class AzureOpenAI(OpenAIChat):
             await self._token.get()
         return await super().complete(request)
 
-    async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
-        if self._token is not None:
+    async def post_events(
+        self, url: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[list[SSEEvent], None]:
+        if self._token is not None:  # the stream's own token, before its headers are built
             await self._token.get()
-        async for item in super().stream(request):
-            yield item
+        return await super().post_events(url, payload)
 
 
 # -- the chain file's ``type: azure_openai`` ----------------------------------------

@@ -35,6 +35,7 @@ from providers.http.base import (
     VendorSettings,
     dig,
     join_url,
+    off_loop,
     schema_name,
 )
 from providers.http.errors import map_openai_error, short
@@ -168,26 +169,32 @@ class OpenAIChat(VendorProvider):
     def reply_usage(self, data: Any) -> Usage | None:
         return _usage(data)
 
-    def _deltas(
-        self, chunk: Mapping[str, Any], finish: str | None
-    ) -> tuple[list[str | ToolCallDelta], bool, str | None]:
-        """(text and tool-call deltas, saw a first choice, finish_reason so far) of one chunk."""
+    def _read(self, state: _ChatStream, chunk: Mapping[str, Any]) -> list[str | ToolCallDelta]:
+        """One stream chunk's text and tool-call deltas; its usage, model, choice and
+        finish_reason noted in ``state`` (one of :data:`BAD_SHAPE` when malformed)."""
+        raw = chunk.get("usage")
+        if raw is not None:
+            state.usage = usage_of(raw, OPENAI_USAGE) or state.usage
+        state.model = chunk.get("model") or state.model
         items: list[str | ToolCallDelta] = []
-        saw = False
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, JSON_OBJECT) or choice.get("index", 0) != 0:
                 continue
-            saw = True
+            state.saw_choice = True
             delta = choice.get("delta") or {}
-            refused = self._refused(choice.get("finish_reason"), delta.get("refusal"))
-            if refused is not None:
-                raise refused
+            finish, refusal = choice.get("finish_reason"), delta.get("refusal")
+            if finish == "content_filter" or refusal:
+                refused = self._refused(finish, refusal)
+                if refused is not None:
+                    raise refused
             text = delta.get("content")
             if isinstance(text, str) and text:
                 items.append(text)
-            items.extend(_call_deltas(delta.get("tool_calls")))
-            finish = choice.get("finish_reason") or finish
-        return items, saw, finish
+                state.parts.append(text)
+            if calls := delta.get("tool_calls"):
+                items.extend(_call_deltas(calls))
+            state.finish = finish or state.finish
+        return items
 
     async def stream(self, request: Request) -> AsyncIterator[str | ToolCallDelta | Response]:
         """Yield text and tool-call deltas as they arrive (:data:`~orchestrator.PROGRESS`
@@ -198,49 +205,63 @@ class OpenAIChat(VendorProvider):
         Ends cleanly only on ``data: [DONE]`` or a ``finish_reason``; otherwise
         ``StreamInterrupted``.
         """
-        parts: list[str] = []
-        calls = ToolCallAssembler()
-        usage: Usage | None = None
-        model: str | None = None
-        finish: str | None = None
-        done = sent = saw_choice = False
-        events = self.post_events(self._url, self.payload(request, stream=True))
+        state = _ChatStream()
+        done = sent = False
+        events = await self.post_events(self._url, self.payload(request, stream=True))
         try:
-            async for event in events:
-                if event.data == "[DONE]" or sent:
-                    done = True
-                    break
-                chunk = await self.stream_event(event)
-                usage = self.parsed(_usage, chunk) or usage
-                model = chunk.get("model") or model
-                items, saw, finish = self.parsed(self._deltas, chunk, finish)
-                saw_choice = saw_choice or saw
-                for item in items:
-                    if isinstance(item, str):
-                        parts.append(item)
-                    else:
-                        self.parsed(calls.add, item)
-                    yield item
-                if not items:
-                    yield PROGRESS
-                if finish is not None and usage is not None and saw_choice:
-                    sent = True  # the content is complete: the Response goes out now
-                    yield self.response(
-                        "".join(parts), usage, model, finish, self.parsed(calls.calls)
+            async for batch in events:
+                for event in batch:
+                    if event.data == "[DONE]" or sent:
+                        done = True
+                        break
+                    chunk = (
+                        await self.stream_event_off_loop(event)
+                        if off_loop(event.data)
+                        else self.stream_event(event)
                     )
+                    items = self.parsed(self._read, state, chunk)
+                    for item in items:
+                        if not isinstance(item, str):
+                            self.parsed(state.calls.add, item)
+                        yield item
+                    if not items:
+                        yield PROGRESS
+                    if state.finish is not None and state.usage is not None and state.saw_choice:
+                        sent = True  # the content is complete: the Response goes out now
+                        yield state.response(self, self.parsed(state.calls.calls))
+                if done:
+                    break
             if sent:
                 return
-            if not done and finish is None:
-                raise self.unfinished(parts, "finish_reason or [DONE]")
-            if not saw_choice:
+            if not done and state.finish is None:
+                raise self.unfinished(state.parts, "finish_reason or [DONE]")
+            if not state.saw_choice:
                 raise self.empty_stream("choices")
-            found = self.parsed(calls.calls)
+            calls = self.parsed(state.calls.calls)
         except InvalidOutput as error:
-            self.bill(error, usage)  # the usage seen so far
+            self.bill(error, state.usage)  # the usage seen so far
             raise
         finally:  # now, not later by a task of the loop's (as an unclosed one would be)
             await events.aclose()
-        yield self.response("".join(parts), usage, model, finish, found)
+        yield state.response(self, calls)
+
+
+class _ChatStream:
+    """What a Chat Completions stream has said so far (:meth:`OpenAIChat._read` notes it)."""
+
+    __slots__ = ("calls", "finish", "model", "parts", "saw_choice", "usage")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.calls = ToolCallAssembler()
+        self.usage: Usage | None = None
+        self.model: str | None = None
+        self.finish: str | None = None
+        self.saw_choice = False
+
+    def response(self, provider: OpenAIChat, calls: tuple[ToolCall, ...]) -> Response:
+        """The Response of the stream so far, with its assembled tool ``calls``."""
+        return provider.response("".join(self.parts), self.usage, self.model, self.finish, calls)
 
 
 def _message(m: Message) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from typing import Any, Unpack
 from urllib.parse import quote
 
@@ -30,9 +30,16 @@ from providers.bedrock.converse import (
     usage_of,
 )
 from providers.bedrock.errors import map_bedrock_error
-from providers.bedrock.eventstream import Frame, frames
+from providers.bedrock.eventstream import Frame, FrameReader
 from providers.bedrock.signing import AwsSigner, default_region
-from providers.http.base import VendorProvider, VendorSettings, join_url, load_json_async
+from providers.http.base import (
+    VendorProvider,
+    VendorSettings,
+    join_url,
+    load_json,
+    load_json_async,
+    off_loop,
+)
 from providers.http.body import ACCEPT_ENCODING
 from providers.http.caller import Secrets, error_body
 from providers.http.client import RawReply
@@ -169,28 +176,49 @@ class BedrockConverse(VendorProvider):
         await self._signer.refresh()
         payload, answer = converse_body(request, self.max_tokens, self.cache_points)
         state = ConverseStream(answer)
+        batches = self._frames(self._stream_url, payload)
         try:
-            async for frame in self._frames(self._stream_url, payload):
-                data = await self._event(frame)
-                item = self.parsed(state.read, frame.kind, data)
-                if state.stop in GUARDRAIL_STOPS:
-                    raise GuardrailTriggered(
-                        f"refused (stopReason={state.stop})", provider=self.name
-                    )
-                yield item or PROGRESS
+            async for batch in batches:
+                for frame in batch:
+                    if off_loop(frame.payload):
+                        data = await self._event_off_loop(frame)
+                    else:
+                        data = self._event(frame)
+                    item = self.parsed(state.read, frame.kind, data)
+                    if state.stop in GUARDRAIL_STOPS:
+                        raise GuardrailTriggered(
+                            f"refused (stopReason={state.stop})", provider=self.name
+                        )
+                    yield item or PROGRESS
             yield self._final(state)
         except InvalidOutput as error:
             self.bill(error, state.usage)
             raise
+        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+            await batches.aclose()
 
-    async def _event(self, frame: Frame) -> Mapping[str, Any]:
-        """An event frame's JSON object; an exception or error frame raised as its class."""
+    def _event(self, frame: Frame) -> Mapping[str, Any]:
+        """An event frame's JSON object, parsed here (a frame :func:`off_loop` says no
+        to); an exception or error frame raised as its class."""
+        self._check_frame(frame)
+        data = load_json(frame.payload, provider=self.name, what="stream event")
+        return self._event_object(data)
+
+    async def _event_off_loop(self, frame: Frame) -> Mapping[str, Any]:
+        """:meth:`_event` for a frame :func:`off_loop` says yes to, parsed in a worker thread."""
+        self._check_frame(frame)
+        data = await load_json_async(frame.payload, provider=self.name, what="stream event")
+        return self._event_object(data)
+
+    def _check_frame(self, frame: Frame) -> None:
+        """An exception or error frame raised as its class."""
         if frame.message_type != "event":
             body = error_body(frame.payload) or {"message": frame.error_message}
             raise map_bedrock_error(
                 None, {}, body, provider=self.name, key=self.secrets(), etype=frame.kind
             )
-        data = await load_json_async(frame.payload, provider=self.name, what="stream event")
+
+    def _event_object(self, data: Any) -> Mapping[str, Any]:
         if not isinstance(data, Mapping):
             raise InvalidOutput("stream event is not a JSON object", provider=self.name)
         return data
@@ -203,14 +231,14 @@ class BedrockConverse(VendorProvider):
         calls = self.parsed(state.calls.calls)
         return self.response("".join(state.parts), state.usage, None, state.stop, calls)
 
-    async def _frames(self, url: str, payload: Mapping[str, Any]) -> AsyncIterator[Frame]:
-        """POST ``payload`` signed and yield the reply's event-stream frames; every
-        failure mapped (a body cut inside a frame: ``StreamInterrupted``)."""
+    def _frames(self, url: str, payload: Mapping[str, Any]) -> AsyncGenerator[list[Frame], None]:
+        """POST ``payload`` signed and yield the reply's event-stream frames, those of each
+        chunk in one list; every failure mapped (a body cut inside a frame:
+        ``StreamInterrupted``)."""
         body = json.dumps(payload).encode()
         headers = trace_headers(self._signed(url, body, _EVENTS))
 
-        def read(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[Frame]:
-            return frames(chunks, max_bytes=limit, provider=self.name)
+        def read(limit: int) -> FrameReader:
+            return FrameReader(max_bytes=limit, provider=self.name)
 
-        async for frame in self.post_stream(url, headers, body, read, self.map_error, self.secrets):
-            yield frame
+        return self.post_stream(url, headers, body, read, self.map_error, self.secrets)

@@ -11,14 +11,13 @@ linear in the body, each frame bounded by ``max_bytes`` (the reply's cap).
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import InvalidOutput, StreamInterrupted
 from providers.http.body import BodyTooLarge
 
-__all__ = ["Frame", "FrameReader", "frames"]
+__all__ = ["Frame", "FrameReader"]
 
 _PRELUDE = 12
 
@@ -91,13 +90,14 @@ class FrameReader:
             raise failure  # outside the except block: no decoder error as context
         return _frame(message.headers, message.payload)
 
-    def close(self) -> None:
-        """At the end of the body: ``StreamInterrupted`` when it ended inside a frame."""
+    def close(self) -> list[Frame]:
+        """At the end of the body: no frame (``StreamInterrupted`` when it ended inside one)."""
         if self._size:
             raise StreamInterrupted(
                 f"stream ended inside an event-stream frame ({self._size} bytes of it)",
                 provider=self._provider,
             )
+        return []
 
 
 def _frame(headers: dict[str, Any], payload: bytes) -> Frame:
@@ -110,14 +110,3 @@ def _frame(headers: dict[str, Any], payload: bytes) -> Frame:
     else:
         kind = str(headers.get(":event-type", ""))
     return Frame(mtype, kind, payload)
-
-
-async def frames(
-    chunks: AsyncIterator[bytes], *, max_bytes: int, provider: str
-) -> AsyncIterator[Frame]:
-    """The frames of a body read as ``chunks``; see :class:`FrameReader`."""
-    reader = FrameReader(max_bytes=max_bytes, provider=provider)
-    async for chunk in chunks:
-        for frame in reader.feed(chunk):
-            yield frame
-    reader.close()

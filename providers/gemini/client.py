@@ -26,6 +26,7 @@ from providers.http.base import (
     VendorSettings,
     dig,
     join_url,
+    off_loop,
 )
 from providers.http.errors import map_gemini_error
 from providers.http.spec import VendorSpec
@@ -177,28 +178,38 @@ class GeminiGenerate(VendorProvider):
         usage: Usage | None = None
         model: str | None = None
         finish: str | None = None
-        saw_content = False
-        events = self.post_events(self._stream_url, self.payload(request))
+        saw_content = stopped = False
+        events = await self.post_events(self._stream_url, self.payload(request))
         try:
-            async for event in events:
-                if finish is not None:
-                    break  # after the Response: nothing more is read
-                data = await self.stream_event(event)
-                self.parsed(self._check_blocked, data)
-                usage = self.parsed(_usage, data) or usage
-                model = data.get("modelVersion") or model
-                text, finish, found = self.parsed(_first_candidate, data, len(calls))
-                saw_content = saw_content or text is not None
-                if text:
-                    parts.append(text)
-                    yield text
-                for call in found:
-                    calls.append(call)
-                    yield ToolCallDelta(len(calls) - 1, call.id, call.name, arguments_json(call))
-                if not text and not found:
-                    yield PROGRESS
-                if finish is not None:
-                    yield self._final(parts, usage, model, finish, calls, saw_content)
+            async for batch in events:
+                for event in batch:
+                    if finish is not None:
+                        stopped = True
+                        break  # after the Response: nothing more is read
+                    data = (
+                        await self.stream_event_off_loop(event)
+                        if off_loop(event.data)
+                        else self.stream_event(event)
+                    )
+                    self.parsed(self._check_blocked, data)
+                    usage = self.parsed(_usage, data) or usage
+                    model = data.get("modelVersion") or model
+                    text, finish, found = self.parsed(_first_candidate, data, len(calls))
+                    saw_content = saw_content or text is not None
+                    if text:
+                        parts.append(text)
+                        yield text
+                    for call in found:
+                        calls.append(call)
+                        yield ToolCallDelta(
+                            len(calls) - 1, call.id, call.name, arguments_json(call)
+                        )
+                    if not text and not found:
+                        yield PROGRESS
+                    if finish is not None:
+                        yield self._final(parts, usage, model, finish, calls, saw_content)
+                if stopped:
+                    break
             if finish is None:
                 raise self.unfinished(parts, "finishReason")
         except InvalidOutput as error:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, TypedDict
 
@@ -39,13 +39,14 @@ from providers.http.body import (
 from providers.http.caller import HTTPCaller, error_body
 from providers.http.catalogue import FamilyPriced, model_facts
 from providers.http.cost import cost_of, validate_price
-from providers.http.documents import load_json, load_json_async
+from providers.http.documents import load_json, load_json_async, off_loop
 from providers.http.endpoint import base_url_from_env, join_url
 from providers.http.errors import not_found_at
 from providers.http.prefill import accepts_prefill as prefill_for
 from providers.http.safe_json import MAX_JSON_DEPTH, json_body, parse_json
 from providers.http.shape import (
     BAD_SHAPE,
+    JSON_OBJECT,
     Missing,
     ReplyReader,
     dig,
@@ -53,7 +54,7 @@ from providers.http.shape import (
     tokens,
     whole_event,
 )
-from providers.http.sse import SSEEvent, sse_events
+from providers.http.sse import SSEDecoder, SSEEvent
 
 __all__ = [
     "BAD_SHAPE",
@@ -65,6 +66,7 @@ __all__ = [
     "join_url",
     "load_json",
     "load_json_async",
+    "off_loop",
     "parse_json",
     "schema_name",
     "tokens",
@@ -283,8 +285,11 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
 
     async def post_events(
         self, url: str, payload: Mapping[str, Any]
-    ) -> AsyncGenerator[SSEEvent, None]:
-        """POST ``payload`` and yield the reply's server-sent events; every failure mapped.
+    ) -> AsyncGenerator[list[SSEEvent], None]:
+        """The server-sent events of a POST of ``payload``, those of each chunk in one
+        list, as they arrive (the POST is sent when they are first asked for); every
+        failure mapped. Awaited first, so that a provider can get what its request
+        needs (a token) before it is built.
 
         A transport failure after the reply started is ``StreamInterrupted``, and
         so is a body that ends inside an event whose data is not whole JSON.
@@ -294,29 +299,35 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         """
         headers = trace_headers(self.request_headers())
         body = json_body(payload)
-        events = self.post_stream(url, headers, body, _sse, self.map_error, self.secrets)
-        try:
-            async for event in events:
-                if not event.complete and not whole_event(event.data):
-                    raise StreamInterrupted(
-                        "stream ended inside an event (no blank line after its data)",
-                        provider=self.name,
-                    )
-                yield event
-        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-            await events.aclose()
+        return self.post_stream(url, headers, body, self._events, self.map_error, self.secrets)
 
-    async def event_json(self, event: SSEEvent) -> Any:
-        """The parsed data of a stream event (``InvalidOutput`` when it is not JSON); a
-        large one is parsed off the event loop (:func:`load_json_async`)."""
+    def _events(self, max_bytes: int) -> _VendorEvents:
+        return _VendorEvents(self.name, max_bytes)
+
+    def event_json(self, event: SSEEvent) -> Any:
+        """The parsed data of a stream event (``InvalidOutput`` when it is not JSON), parsed
+        here, on the event loop: for an event :func:`off_loop` says no to (most are a few
+        hundred bytes); else :meth:`event_json_off_loop`."""
+        return load_json(event.data, provider=self.name, what="stream event")
+
+    async def event_json_off_loop(self, event: SSEEvent) -> Any:
+        """:meth:`event_json` for an event :func:`off_loop` says yes to: parsed in a worker
+        thread (:func:`load_json_async`), so the event loop runs on meanwhile."""
         return await load_json_async(event.data, provider=self.name, what="stream event")
 
-    async def stream_event(self, event: SSEEvent) -> Mapping[str, Any]:
-        """A stream event's JSON object (``InvalidOutput`` when it is not one); an
-        in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error` maps
-        that code (500 when not given or not an HTTP error status)."""
-        data = await self.event_json(event)
-        if not isinstance(data, dict | Mapping):  # dict first: no ABC check for JSON's objects
+    def stream_event(self, event: SSEEvent) -> Mapping[str, Any]:
+        """:meth:`event_json` for an event that must be a JSON object (:meth:`event_object`)."""
+        return self.event_object(load_json(event.data, provider=self.name, what="stream event"))
+
+    async def stream_event_off_loop(self, event: SSEEvent) -> Mapping[str, Any]:
+        """:meth:`stream_event` for an event :func:`off_loop` says yes to."""
+        return self.event_object(await self.event_json_off_loop(event))
+
+    def event_object(self, data: Any) -> Mapping[str, Any]:
+        """A stream event's parsed ``data`` as its JSON object (``InvalidOutput`` when it is
+        not one); an in-stream ``{"error": {"code": ...}}`` is raised as :meth:`map_error`
+        maps that code (500 when not given or not an HTTP error status)."""
+        if not isinstance(data, JSON_OBJECT):
             raise InvalidOutput("stream event is not a JSON object", provider=self.name)
         if "error" in data:
             err = data.get("error")
@@ -336,8 +347,24 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         return InvalidOutput(f"stream carried no {what}", provider=self.name)
 
 
-def _sse(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncIterator[SSEEvent]:
-    return sse_events(chunks, max_bytes=max_bytes)
+class _VendorEvents(SSEDecoder):
+    """A vendor stream's SSE decoder: an event the body ended inside (no blank line
+    after it) is ``StreamInterrupted`` unless its data is whole (JSON or ``[DONE]``)."""
+
+    __slots__ = ("_provider",)
+
+    def __init__(self, provider: str, max_bytes: int) -> None:
+        super().__init__(max_bytes=max_bytes)
+        self._provider = provider
+
+    def close(self) -> list[SSEEvent]:
+        events = super().close()
+        if events and not whole_event(events[-1].data):
+            raise StreamInterrupted(
+                "stream ended inside an event (no blank line after its data)",
+                provider=self._provider,
+            )
+        return events
 
 
 #: OpenTelemetry GenAI ``gen_ai.provider.name`` values, where they differ from ``family``.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ResponseTooLarge
@@ -128,48 +129,53 @@ async def bounded_chunks(
     encoding: str | None,
     max_bytes: int,
     deadline: float | None = None,
+    *,
+    failures: AbstractContextManager[object] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """The decoded body of ``raw`` (bytes as received, ``encoding`` its Content-Encoding).
 
     Raises :class:`BodyTooLarge` as soon as the raw or the decoded bytes pass
     ``max_bytes``, and ``TimeoutError`` when a read would end past ``deadline``
     (``loop.time()`` seconds; None when the client library bounds the exchange).
-    A corrupt or unrequested encoding raises :class:`BodyUndecodable`.
+    A corrupt or unrequested encoding raises :class:`BodyUndecodable`. The reading
+    runs inside ``failures`` when given (a transport's mapping of what goes wrong
+    there to its own error, so the body needs no generator of its own around this one).
     """
-    inflater = _inflater(encoding)
-    received = decoded = 0
-    reader = aiter(raw)
-    try:
-        while True:
-            if deadline is None:
-                data = await anext(reader, None)
-            else:
-                async with asyncio.timeout_at(deadline):
+    with failures or nullcontext():
+        inflater = _inflater(encoding)
+        received = decoded = 0
+        reader = aiter(raw)
+        try:
+            while True:
+                if deadline is None:
                     data = await anext(reader, None)
-            if data is None:
-                return
-            if not data:
-                continue
-            received += len(data)
-            if received > max_bytes:
-                raise BodyTooLarge(max_bytes)
-            if inflater is None:
-                yield data
-                continue
-            slices = inflater.feed(data)
-            first = True
-            while (piece := _next_slice(slices, encoding)) is not None:
-                if not first:
-                    await asyncio.sleep(0)  # a bomb inflates slice by slice: let the loop run
-                first = False
-                decoded += len(piece)
-                if decoded > max_bytes:
+                else:
+                    async with asyncio.timeout_at(deadline):
+                        data = await anext(reader, None)
+                if data is None:
+                    return
+                if not data:
+                    continue
+                received += len(data)
+                if received > max_bytes:
                     raise BodyTooLarge(max_bytes)
-                yield piece
-    finally:  # left open, the reader would be closed later by a task of the loop's own
-        aclose = getattr(reader, "aclose", None)
-        if aclose is not None:
-            await aclose()
+                if inflater is None:
+                    yield data
+                    continue
+                slices = inflater.feed(data)
+                first = True
+                while (piece := _next_slice(slices, encoding)) is not None:
+                    if not first:
+                        await asyncio.sleep(0)  # a bomb inflates slice by slice: let the loop run
+                    first = False
+                    decoded += len(piece)
+                    if decoded > max_bytes:
+                        raise BodyTooLarge(max_bytes)
+                    yield piece
+        finally:  # left open, the reader would be closed later by a task of the loop's own
+            aclose = getattr(reader, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 def _next_slice(slices: Iterator[bytes], encoding: str | None) -> bytes | None:

@@ -8,8 +8,8 @@ no secret in any message), and a non-2xx reply's body read for the error map.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from orchestrator.errors import ProviderError, UnusableError
 from orchestrator.secrets import Secret
@@ -19,12 +19,27 @@ from providers.http.client import ClientHolder, RawReply, TransportError, shared
 from providers.http.errors import map_transport_error, not_found_at, redacted, short
 from providers.http.safe_json import parse_json
 
-__all__ = ["HTTPCaller", "error_body"]
+__all__ = ["Decoder", "HTTPCaller", "error_body"]
 
 Secrets = Callable[[], tuple[Secret, ...]]
 T = TypeVar("T")
-#: Reads a 2xx reply's body, ``(chunks, max_bytes)``, into what a stream yields.
-Read = Callable[[AsyncIterator[bytes], int], AsyncIterator[T]]
+
+
+class Decoder(Protocol[T]):
+    """Turns a streamed body into items as its chunks arrive (an SSE or event-stream
+    decoder): :meth:`feed` each chunk, :meth:`close` at the body's end."""
+
+    def feed(self, chunk: bytes) -> list[T]:
+        """The items ``chunk`` completes."""
+        ...
+
+    def close(self) -> list[T]:
+        """The items the body ended with (or the error for one it ended inside)."""
+        ...
+
+
+#: A new :class:`Decoder` for a 2xx reply's body, given the reply's ``max_bytes``.
+Read = Callable[[int], Decoder[T]]
 #: The taxonomy error of a non-2xx reply: ``(status, headers, parsed body)``.
 Refused = Callable[[int, Mapping[str, str], Any], ProviderError]
 
@@ -89,8 +104,10 @@ class HTTPCaller(ClientHolder):
         read: Read[T],
         refused: Refused,
         secrets: Secrets,
-    ) -> AsyncGenerator[T, None]:
-        """POST ``body`` and yield what ``read`` makes of the 2xx reply's body, as it arrives.
+    ) -> AsyncGenerator[list[T], None]:
+        """POST ``body`` and yield what the decoder ``read`` makes of the 2xx reply's
+        body, as it arrives: the items of each chunk together, in one list (a reply's
+        events mostly come in one or two chunks: one resume each, not one per event).
 
         A non-2xx reply is raised as ``refused`` maps it (a 404 naming the URL); a
         failure below HTTP as its taxonomy class (``StreamInterrupted`` once the
@@ -105,12 +122,16 @@ class HTTPCaller(ClientHolder):
                 if not 200 <= reply.status < 300:
                     raw = await reply.read()
                     raise not_found_at(refused(reply.status, reply.headers, error_body(raw)), url)
-                items = read(reply.chunks(), limit)
+                decoder = read(limit)
+                chunks = reply.chunks()
                 try:
-                    async for item in items:
-                        yield item
+                    async for chunk in chunks:
+                        if items := decoder.feed(chunk):
+                            yield items
                 finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-                    await items.aclose()  # type: ignore[attr-defined]
+                    await chunks.aclose()  # type: ignore[attr-defined]
+                if items := decoder.close():
+                    yield items
         except BodyTooLarge as exc:
             raise exc.taxonomy(self.name) from exc
         except TransportError as exc:

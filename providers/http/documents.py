@@ -15,11 +15,17 @@ from orchestrator.errors import InvalidOutput, ProviderError
 from providers.http.errors import map_transport_error, short
 from providers.http.safe_json import parse_json
 
-__all__ = ["OFF_LOOP_BYTES", "load_json", "load_json_async"]
+__all__ = ["OFF_LOOP_BYTES", "load_json", "load_json_async", "off_loop"]
 
 OFF_LOOP_BYTES = 1 << 20
 """Documents longer than this (1 MiB) are parsed in a worker thread by
 :func:`load_json_async`; a healthy reply is a few KB and is parsed in place."""
+
+
+def off_loop(data: bytes | str) -> bool:
+    """Whether :func:`load_json_async` parses ``data`` in a worker thread (it is longer
+    than :data:`OFF_LOOP_BYTES`); anything else may be parsed in place by :func:`load_json`."""
+    return len(data) > OFF_LOOP_BYTES
 
 
 def load_json(data: bytes | str, *, provider: str, what: str = "reply") -> Any:
@@ -55,7 +61,7 @@ async def load_json_async(
     at the deadline ends soon after; between the scan's steps, and at each number
     parsed, the loop gets the interpreter back.
     """
-    if len(data) <= OFF_LOOP_BYTES:
+    if not off_loop(data):
         return load_json(data, provider=provider, what=what)
     failure: ProviderError | None = None
     try:

@@ -15,12 +15,11 @@ into chunks) and refuses a line or an event over ``max_bytes`` with
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from providers.http.body import BodyTooLarge
 
-__all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "SSEEvent", "SSELimitExceeded", "sse_events"]
+__all__ = ["DEFAULT_MAX_SSE_BYTES", "SSEDecoder", "SSEEvent", "SSELimitExceeded"]
 
 DEFAULT_MAX_SSE_BYTES = 32 * 1024 * 1024
 """The longest line, and the most data one event may carry, by default (32 MiB)."""
@@ -85,10 +84,46 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """The events completed by ``chunk``."""
+        events: list[SSEEvent] = []
+        limit = self._max
+        # Each line read here, not by a method call a line: a reply's events are a
+        # dozen lines or more, and most arrive in one chunk.
+        lines = self._lines(chunk)
+        tail = lines.pop()
+        for raw in lines:
+            if not raw:  # a blank line ends the event
+                if self._data:
+                    events.append(SSEEvent(self._event or "message", "\n".join(self._data)))
+                self._reset()
+                continue
+            if len(raw) > limit:
+                raise SSELimitExceeded("line", limit)
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "data":
+                # Characters, not bytes, once decoded: never more than the line's bytes.
+                self._data_size += len(value) + (1 if self._data else 0)
+                if self._data_size > limit:
+                    raise SSELimitExceeded("event", limit)
+                self._data.append(value)
+            elif field == "event":
+                self._event = value
+        if tail:
+            self._partial_size += len(tail)
+            if self._partial_size > limit:
+                raise SSELimitExceeded("line", limit)
+            self._partial.append(tail)
+        return events
+
+    def _lines(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes, then the start of the next (empty when none)."""
         if self._head is not None:
             started = self._start(chunk)
             if started is None:
-                return []
+                return [b""]
             chunk = started
         if self._skip_lf and chunk:
             self._skip_lf = False
@@ -99,24 +134,12 @@ class SSEDecoder:
             self._skip_lf = chunk.endswith(b"\r")
         else:
             lines = chunk.split(b"\n")
-        tail = lines.pop()
-        events: list[SSEEvent] = []
-        if lines and self._partial:
+        if len(lines) > 1 and self._partial:  # the first line's start came before
             self._partial.append(lines[0])
             lines[0] = b"".join(self._partial)
             self._partial = []
             self._partial_size = 0
-        limit = self._max
-        for raw in lines:
-            if len(raw) > limit:
-                raise SSELimitExceeded("line", limit)
-            self._line(raw.decode("utf-8", "replace"), events)
-        if tail:
-            self._partial_size += len(tail)
-            if self._partial_size > limit:
-                raise SSELimitExceeded("line", limit)
-            self._partial.append(tail)
-        return events
+        return lines
 
     def _start(self, chunk: bytes) -> bytes | None:
         # The body's first bytes without a BOM; None while they may still be a split BOM.
@@ -141,40 +164,3 @@ class SSEDecoder:
         self._data = []
         self._data_size = 0
         self._event = ""
-
-    def _line(self, line: str, events: list[SSEEvent]) -> None:
-        if not line:
-            if self._data:
-                events.append(SSEEvent(self._event or "message", "\n".join(self._data)))
-            self._reset()
-            return
-        if line.startswith(":"):
-            return
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "data":
-            # Characters, not bytes, once decoded: never more than the line's bytes.
-            self._data_size += len(value) + (1 if self._data else 0)
-            if self._data_size > self._max:
-                raise SSELimitExceeded("event", self._max)
-            self._data.append(value)
-        elif field == "event":
-            self._event = value
-
-
-async def sse_events(
-    chunks: AsyncIterator[bytes], *, max_bytes: int = DEFAULT_MAX_SSE_BYTES
-) -> AsyncIterator[SSEEvent]:
-    """The events of a streamed body given as byte chunks (lines and events capped at
-    ``max_bytes``, see :class:`SSEDecoder`)."""
-    decoder = SSEDecoder(max_bytes=max_bytes)
-    try:
-        async for chunk in chunks:
-            for event in decoder.feed(chunk):
-                yield event
-    finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    for event in decoder.close():
-        yield event

@@ -157,14 +157,9 @@ class VertexPlatform(VendorProvider):
 
     async def post_events(
         self, url: str, payload: Mapping[str, Any]
-    ) -> AsyncGenerator[SSEEvent, None]:
+    ) -> AsyncGenerator[list[SSEEvent], None]:
         await self._google.ready()
-        events = super().post_events(url, payload)
-        try:
-            async for event in events:
-                yield event
-        finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-            await events.aclose()
+        return await super().post_events(url, payload)
 
 
 class VertexSpec(ProviderSpec):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -168,24 +168,56 @@ class PooledTransport:
         except Exception as exc:
             raise as_transport_error(exc, url) from exc
 
-    @asynccontextmanager
-    async def stream(
+    def stream(
         self,
         url: str,
         headers: Mapping[str, str],
         body: bytes,
         timeout: float,
         max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> AsyncGenerator[StreamReply, None]:
+    ) -> AbstractAsyncContextManager[StreamReply]:
+        return _Streamed(self, url, headers, body, timeout, max_bytes)
+
+
+class _Streamed:
+    """:meth:`PooledTransport.stream`'s context: the library's request entered (a failure
+    raised as a ``TransportError``), its reply read through ``_reply``, and ``_end``
+    at the exit. A class, not a generator-based context manager: a stream pays no
+    async generator for it."""
+
+    __slots__ = ("_args", "_request", "_resp", "_transport")
+
+    def __init__(
+        self,
+        transport: PooledTransport,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int,
+    ) -> None:
+        self._transport = transport
+        self._args = (url, headers, body, timeout, max_bytes)
+        self._request: Any = None
+        self._resp: Any = None
+
+    async def __aenter__(self) -> StreamReply:
+        transport = self._transport
+        url, headers, body, timeout, max_bytes = self._args
         try:
-            request = self._open(url, headers, body, timeout, whole=False)
+            request = transport._open(url, headers, body, timeout, whole=False)
             resp = await request.__aenter__()
         except Exception as exc:
-            raise as_transport_error(exc, url, after_headers=self._in_body(exc)) from exc
+            raise as_transport_error(exc, url, after_headers=transport._in_body(exc)) from exc
+        self._request, self._resp = request, resp
         try:
-            yield self._reply(resp, url, max_bytes)
-        finally:
-            await self._end(request, resp)
+            return transport._reply(resp, url, max_bytes)
+        except BaseException:
+            await transport._end(request, resp)
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._transport._end(self._request, self._resp)
 
 
 # -- aiohttp ------------------------------------------------------------------
@@ -224,16 +256,16 @@ class LibraryStream:
         with ReadingBody(self._url):
             return await self._whole()
 
-    async def chunks(self) -> AsyncGenerator[bytes, None]:
+    def chunks(self) -> AsyncGenerator[bytes, None]:
         encoding = self.headers.get("content-encoding")
         # Without a deadline the library's own total timeout (set for streams too) ends it.
-        chunks = bounded_chunks(self._raw(), encoding, self._max_bytes, self._deadline)
-        with ReadingBody(self._url):
-            try:
-                async for data in chunks:
-                    yield data
-            finally:  # now, not later by a task of the loop's (as an unclosed one would be)
-                await chunks.aclose()
+        return bounded_chunks(
+            self._raw(),
+            encoding,
+            self._max_bytes,
+            self._deadline,
+            failures=ReadingBody(self._url),
+        )
 
 
 class ReadingBody:
