@@ -160,49 +160,13 @@ class Watched:
             return call
         return self.assembled(request)
 
-    async def assembled(
+    def assembled(
         self, request: Request, seen: Seen | None = None, first: Seen | None = None
-    ) -> Response:
+    ) -> Awaitable[Response]:
         """The provider's final Response, its stream read under the deadlines (each wait for
         content bounded: the first-token one until the first content, then the idle one),
-        ``seen`` and ``first`` told as :func:`assemble` tells them; in one loop, with no
-        generator or coroutine of the engine between the provider and it on each item."""
-        clock, watch = self.clock, self.watch
-        agen = self.provider.stream(request)
-        chunks = 0
-        deadline = None if watch.first_token is None else clock.now() + watch.first_token
-        try:
-            while True:
-                step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
-                if deadline is None:
-                    item = await step
-                else:  # this loop runs per item of every call: a timer only for a wait
-                    try:
-                        pending = step.send(None)
-                    except StopIteration as ready:
-                        # Ready without waiting (the rest of a body already received): no
-                        # timer. Most items of a stream are; a timer each cost more than them.
-                        item = ready.value
-                    else:
-                        item = await self._waited(step, pending, deadline, chunks)
-                if isinstance(item, Response):
-                    if first is not None and chunks == 0:
-                        first(item)
-                    return item  # the answer is complete: the stream's tail is not waited for
-                if is_content(item):
-                    chunks += 1
-                    if first is not None and chunks == 1:
-                        first(item)
-                    deadline = None if watch.idle is None else clock.now() + watch.idle
-                elif item is PROGRESS and chunks:  # a keep-alive moves no deadline
-                    deadline = None if watch.idle is None else clock.now() + watch.idle
-                if seen is not None:
-                    seen(item)
-        except StopAsyncIteration:
-            pass
-        finally:
-            await agen.aclose()
-        raise StreamInterrupted("stream ended without its final message", provider=self.name)
+        ``seen`` and ``first`` told as :func:`assemble` tells them."""
+        return _assembled(self.provider.stream(request), self.name, seen, first, self)
 
     async def _waited(self, step: Any, pending: Any, deadline: float, chunks: int) -> Any:
         """The item ``step`` waits for (on ``pending``), within ``deadline``: else the
@@ -228,30 +192,69 @@ class Watched:
         return f"Watched({self.provider!r}, {self.watch!r})"
 
 
-async def assemble(
+def assemble(
     stream: AsyncIterator[Any], name: str, seen: Seen | None = None, first: Seen | None = None
-) -> Response:
+) -> Awaitable[Response]:
     """The final Response of ``stream`` (closed either way); ``StreamInterrupted`` without one.
     ``seen``: told of every other item (a streamed delivery hands them on); ``first``: of
     the first content, or of the Response when none came before (a hedge's lane claims its
     race then). A :class:`Watched` provider is assembled by :meth:`Watched.assembled`."""
-    final: Response | None = None
+    return _assembled(aiter(stream), name, seen, first, None)
+
+
+_UNWATCHED = Watch()
+
+
+def _after(watched: Watched | None, seconds: float | None) -> float | None:
+    """The deadline ``seconds`` from now on ``watched``'s clock (None: no deadline)."""
+    return None if watched is None or seconds is None else watched.clock.now() + seconds
+
+
+async def _assembled(
+    agen: AsyncIterator[Any],
+    name: str,
+    seen: Seen | None,
+    first: Seen | None,
+    watched: Watched | None,
+) -> Response:
+    """:func:`assemble` and :meth:`Watched.assembled` in one loop (``watched``: under its
+    deadlines), with no generator or coroutine of the engine between the provider and it
+    on each item."""
+    watch = _UNWATCHED if watched is None else watched.watch
+    chunks = 0
+    deadline = _after(watched, watch.first_token)
     try:
-        async for item in stream:
+        while True:
+            step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
+            if deadline is None:
+                item = await step
+            else:  # this loop runs per item of every call: a timer only for a wait
+                try:
+                    pending = step.send(None)
+                except StopIteration as ready:
+                    # Ready without waiting (the rest of a body already received): no
+                    # timer. Most items of a stream are; a timer each cost more than them.
+                    item = ready.value
+                else:
+                    assert watched is not None  # only a watched stream has a deadline
+                    item = await watched._waited(step, pending, deadline, chunks)
             if isinstance(item, Response):
-                final = item
-                if first is not None:
+                if first is not None and chunks == 0:
                     first(item)
-                break  # the answer is complete: its stream's tail is not waited for
-            if first is not None and is_content(item):
-                first(item)
-                first = None
+                return item  # the answer is complete: the stream's tail is not waited for
+            if is_content(item):
+                chunks += 1
+                if first is not None and chunks == 1:
+                    first(item)
+                deadline = _after(watched, watch.idle)
+            elif item is PROGRESS and chunks:  # a keep-alive moves no deadline
+                deadline = _after(watched, watch.idle)
             if seen is not None:
                 seen(item)
-    finally:  # what aclosing does, without its cost on every streamed run()
-        aclose = getattr(stream, "aclose", None)
+    except StopAsyncIteration:
+        pass
+    finally:  # now, not later by a task of the loop's (as an unclosed one would be)
+        aclose = getattr(agen, "aclose", None)
         if aclose is not None:
             await aclose()
-    if final is None:
-        raise StreamInterrupted("stream ended without its final message", provider=name)
-    return final
+    raise StreamInterrupted("stream ended without its final message", provider=name)

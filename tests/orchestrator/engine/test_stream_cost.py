@@ -66,7 +66,7 @@ async def test_a_call_takes_each_item_straight_from_the_providers_stream(
         assert chunks == ["he", PROGRESS, "llo"] and s.result.text == "hello"
     # main, a hedged run: Racer.complete, assemble, Watched.stream, Watched._next on every
     # item; a stream: Streamed._stream, (a hedge: Racer.stream,) Watched.stream, _next
-    assert provider.seen == [["assembled"]] * 5
+    assert provider.seen == [["_assembled"]] * 5
 
 
 async def test_many_hedged_streams_in_flight_each_get_their_own_text(clock: FakeClock) -> None:
