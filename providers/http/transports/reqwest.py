@@ -22,9 +22,19 @@ from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from providers.http.body import BodyTooLarge, asking_gzip, read_bounded
+from providers.http.body import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyTooLarge,
+    asking_gzip,
+    read_bounded,
+)
 from providers.http.proxy import ProxyRoutes
-from providers.http.transports.base import LibraryStream, PooledTransport
+from providers.http.transports.base import (
+    LibraryStream,
+    PooledTransport,
+    RawReply,
+    as_transport_error,
+)
 
 if TYPE_CHECKING:
     from pyreqwest.client import Client
@@ -87,6 +97,26 @@ class ReqwestTransport(PooledTransport):
         self._owned = owned
         self._routes = routes
         self._timeouts: dict[float, timedelta] = {}
+        self._urls: dict[str, Url] = {}
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply:
+        """The whole reply, read in the request's own context: a streamed request still
+        (a consumed one reads a body of any size before its length can be checked), but
+        no :class:`LibraryStream` over it."""
+        try:
+            async with self._open(url, headers, body, timeout, whole=True) as resp:
+                return RawReply(resp.status, resp.headers, await _whole(resp, max_bytes))
+        except BodyTooLarge:
+            raise
+        except Exception as exc:
+            raise as_transport_error(exc, url) from exc
 
     def _open(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
@@ -98,12 +128,26 @@ class ReqwestTransport(PooledTransport):
             if len(self._timeouts) > 64:
                 self._timeouts.clear()
             limit = self._timeouts[timeout] = timedelta(seconds=timeout)
-        builder = self._client.post(url).headers(asking_gzip(headers)).body_bytes(body)
+        builder = (
+            self._client.post(self._parsed(url)).headers(asking_gzip(headers)).body_bytes(body)
+        )
         if not whole:
             # Entering a streamed request reads this many body bytes first (64 KiB by
             # default): a stream's first events must reach the caller as they arrive.
             builder = builder.streamed_read_buffer_limit(0)
         return builder.timeout(limit).build_streamed()
+
+    def _parsed(self, url: str) -> Url:
+        """``url`` parsed, once per URL: a provider sends to the same few (parsing one
+        costs more than the rest of building the request)."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            from pyreqwest.http import Url
+
+            if len(self._urls) > 64:
+                self._urls.clear()
+            parsed = self._urls[url] = Url(url)
+        return parsed
 
     def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
         return _ReqwestStream(resp, url, max_bytes)
