@@ -8,6 +8,7 @@ asked for with ``response_format: {"type": "json_schema", ...}``; streams use
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
@@ -163,7 +164,8 @@ class OpenAIChat(VendorProvider):
 
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
-        data = await self.post_json(self._url, self.payload(request, stream=False))
+        payload = self.payload(request, stream=False)
+        data = await self.post_json(self._url, payload, plain=_plain(request))
         return self.parsed_reply(self.parse, data)
 
     def reply_usage(self, data: Any) -> Usage | None:
@@ -207,7 +209,8 @@ class OpenAIChat(VendorProvider):
         """
         state = _ChatStream()
         done = sent = False
-        events = await self.post_events(self._url, self.payload(request, stream=True))
+        payload = self.payload(request, stream=True)
+        events = await self.post_events(self._url, payload, plain=_plain(request))
         try:
             async for batch in events:
                 for event in batch:
@@ -262,6 +265,20 @@ class _ChatStream:
     def response(self, provider: OpenAIChat, calls: tuple[ToolCall, ...]) -> Response:
         """The Response of the stream so far, with its assembled tool ``calls``."""
         return provider.response("".join(self.parts), self.usage, self.model, self.finish, calls)
+
+
+def _plain(request: Request) -> bool:
+    """Whether :meth:`OpenAIChat.payload` of ``request`` holds plain values only (as
+    :func:`~providers.http.safe_json.json_body` takes them): what a request is validated
+    to be (text, a positive int, tool calls' arguments as their JSON text), with no
+    user mapping of any values (tools' parameters, a schema) and no temperature but a
+    finite float or an int."""
+    t = request.temperature
+    return (
+        not request.tools
+        and request.json_schema is None
+        and (t is None or (type(t) in (float, int) and math.isfinite(t)))
+    )
 
 
 def _message(m: Message) -> dict[str, Any]:

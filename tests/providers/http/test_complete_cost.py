@@ -1,21 +1,31 @@
-"""Issue 22: what a non-streamed call costs the provider below its own ``complete``: the
-reqwest transport reads a whole reply in the request's own context, with no stream
-object over it. Counted over real loopback HTTP against the simulator."""
+"""Issue 22: what a non-streamed call costs the provider below its own ``complete``: a
+request body of plain values is written without being parsed back to prove it, and
+the reqwest transport reads a whole reply in the request's own context, with no stream
+object over it. Counted over real loopback HTTP against the simulator, one call and
+many in flight; a request holding what orjson could write otherwise than the stdlib
+keeps its proof."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from enum import Enum
 from types import FrameType
 from typing import Any
 
 import orjson
+import pytest
 
 import providers
-from orchestrator.types import Request
+from orchestrator.types import Request, Tool
+from providers import OpenAIChat
+from providers.http.body import DEFAULT_MAX_RESPONSE_BYTES
+from providers.http.transports import RawReply
 from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import make
 
@@ -56,6 +66,19 @@ async def _calls(provider: Any, request: Request, calls: int) -> _Counts:
     return counts
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("calls", [1, 20])
+async def test_a_plain_request_body_is_not_parsed_back(
+    sim: SimulatedServer, transport: str, calls: int
+) -> None:
+    sim.set_default("openai", Fault.ok("pong"))
+    provider = make("openai", sim, transport)
+    for request in (Request("hi"), Request("hi", max_tokens=5, temperature=0.5, stop=["x"])):
+        counts = await _calls(provider, request, calls)
+        # main: 2 a call (the request body parsed back, then the reply); now the reply's.
+        assert counts.loads == calls, (request, counts.loads)
+
+
 async def test_the_reqwest_transport_reads_a_whole_reply_in_its_requests_context(
     sim: SimulatedServer,
 ) -> None:
@@ -66,3 +89,75 @@ async def test_the_reqwest_transport_reads_a_whole_reply_in_its_requests_context
     # and its reading method around the capped read); now the post, the request's
     # opening (its URL parsed once per URL) and the capped read.
     assert len(counts.transport_calls) <= 4, counts.transport_calls
+
+
+class _Recorder:
+    """A :class:`~providers.http.transports.Transport` keeping each body sent, answering
+    a Chat Completions reply."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+
+    async def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float,
+        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> RawReply:
+        self.bodies.append(body)
+        reply = {"choices": [{"message": {"content": "pong"}, "finish_reason": "stop"}]}
+        return RawReply(200, {}, json.dumps(reply).encode())
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Color(Enum):
+    RED = "red"
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        (Request("hi", temperature=math.nan), b'"temperature": NaN'),
+        (Request("hi", temperature=math.inf), b'"temperature": Infinity'),
+        (Request("hi", json_schema={"type": "object", "x": (1, 2)}), b'"x": [1, 2]'),
+        (
+            Request(
+                "hi",
+                tools=[
+                    Tool(
+                        "f",
+                        parameters={
+                            "type": "object",
+                            "properties": {"n": {"type": "number", "maximum": math.nan}},
+                        },
+                    )
+                ],
+            ),
+            b'"maximum": NaN',
+        ),
+    ],
+)
+async def test_a_request_orjson_could_write_otherwise_keeps_its_proof(
+    request_: Request, expected: bytes
+) -> None:
+    recorder = _Recorder()
+    provider = OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", client=recorder)
+    with counted() as counts:
+        await provider.complete(request_)
+    assert expected in recorder.bodies[0]  # the stdlib's JSON, as before
+    assert counts.loads >= 1
+
+
+async def test_an_enum_in_a_schema_is_written_by_the_stdlib_or_refused_as_before() -> None:
+    recorder = _Recorder()
+    provider = OpenAIChat("m", base_url="http://127.0.0.1:9/v1", api_key="k", client=recorder)
+    with pytest.raises(TypeError):  # orjson would write "red"; the stdlib refuses it
+        await provider.complete(Request("hi", json_schema={"enum": [Color.RED]}))
+    assert recorder.bodies == []
