@@ -106,7 +106,8 @@ class OpenAIChat(VendorProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.extend(_message(m) for m in request.messages)
+        for m in request.messages:  # a loop: no generator's frame to start and resume
+            messages.append(_message(m))
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]
@@ -148,18 +149,20 @@ class OpenAIChat(VendorProvider):
         message: Any = choice.get("message") if isinstance(choice, JSON_OBJECT) else None
         is_object = isinstance(message, JSON_OBJECT)
         refusal = message.get("refusal") if is_object else None
-        refused = self._refused(choice.get("finish_reason"), refusal)
-        if refused is not None:
-            raise refused
+        finish = choice.get("finish_reason")
+        if finish == "content_filter" or refusal:
+            refused = self._refused(finish, refusal)
+            if refused is not None:
+                raise refused
         if message is None:  # absent: dig names the missing field
             message = dig(data, "choices", 0, "message")
         text = message.get("content")
-        calls = _calls(message.get("tool_calls")) if is_object else ()
+        raw_calls = message.get("tool_calls") if is_object else None
+        calls = () if raw_calls is None else _calls(raw_calls)
         if text is None and calls:
             text = ""  # the model only called tools
         if not isinstance(text, str):
             raise Missing("reply has no choices[0].message.content string")
-        finish = choice.get("finish_reason")
         return self.response(text, _usage(data), data.get("model"), finish, calls)
 
     async def complete(self, request: Request) -> Response:

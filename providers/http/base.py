@@ -281,6 +281,8 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
             raise not_found_at(
                 self.map_error(reply.status, reply.headers, error_body(reply.body)), url
             )
+        if not off_loop(reply.body):  # most replies: parsed here, with no coroutine for it
+            return load_json(reply.body, provider=self.name)
         return await load_json_async(
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )

@@ -95,4 +95,4 @@ def _nested(usage: Mapping[str, Any], path: tuple[str, ...]) -> int:
     node: Any = usage
     for key in path:
         node = node.get(key) if isinstance(node, JSON_OBJECT) else None
-    return tokens(node)
+    return 0 if node is None else tokens(node)  # most replies name no cache details

@@ -1,7 +1,7 @@
 """Issue 22: what a non-streamed call costs the provider below its own ``complete``: a
-request body of plain values is written without being parsed back to prove it, and
-the reqwest transport reads a whole reply in the request's own context, with no stream
-object over it. Counted over real loopback HTTP against the simulator, one call and
+request body of plain values is written without being parsed back to prove it, the
+reqwest transport reads a whole reply in the request's own context, with no stream
+object over it, and a healthy reply is parsed and read with few calls. Counted over real loopback HTTP against the simulator, one call and
 many in flight; a request holding what orjson could write otherwise than the stdlib
 keeps its proof."""
 
@@ -30,7 +30,9 @@ from providers.simulator import Fault, SimulatedServer
 from tests.providers.http.test_http_matrix import make
 
 TRANSPORTS = ("aiohttp", "reqwest")
-_TRANSPORTS_DIR = os.path.join(os.path.dirname(providers.__file__), "http", "transports") + os.sep
+_PROVIDERS = os.path.dirname(providers.__file__) + os.sep
+_TRANSPORTS_DIR = os.path.join(_PROVIDERS, "http", "transports") + os.sep
+_SIMULATOR = os.path.join(_PROVIDERS, "simulator") + os.sep
 
 
 class _Counts:
@@ -40,12 +42,19 @@ class _Counts:
     def __init__(self) -> None:
         self.loads = 0
         self.transport_calls: set[str] = set()
+        self.provider_calls: list[str] = []
 
     def __call__(self, frame: FrameType, event: str, arg: object) -> None:
         if event == "c_call" and arg is orjson.loads:
             self.loads += 1
-        elif event == "call" and frame.f_code.co_filename.startswith(_TRANSPORTS_DIR):
-            self.transport_calls.add(frame.f_code.co_qualname)
+        elif (
+            event == "call"
+            and frame.f_code.co_filename.startswith(_PROVIDERS)
+            and not frame.f_code.co_filename.startswith(_SIMULATOR)
+        ):
+            self.provider_calls.append(frame.f_code.co_qualname)
+            if frame.f_code.co_filename.startswith(_TRANSPORTS_DIR):
+                self.transport_calls.add(frame.f_code.co_qualname)
 
 
 @contextmanager
@@ -89,6 +98,19 @@ async def test_the_reqwest_transport_reads_a_whole_reply_in_its_requests_context
     # and its reading method around the capped read); now the post, the request's
     # opening (its URL parsed once per URL) and the capped read.
     assert len(counts.transport_calls) <= 4, counts.transport_calls
+
+
+async def test_a_healthy_reply_is_sent_read_and_parsed_with_few_calls(
+    sim: SimulatedServer,
+) -> None:
+    sim.set_default("openai", Fault.ok("pong"))
+    provider = make("openai", sim, "reqwest")
+    counts = await _calls(provider, Request("hi"), 1)
+    # main: 48 starts and resumes of the providers' functions: also the reply's parse
+    # wrapped twice, a coroutine parsing a small reply, a generator building the
+    # messages, the refusal and tool calls looked at through a call each when the reply
+    # has neither, and a call for each count a vendor does not name; now 35.
+    assert len(counts.provider_calls) <= 35, counts.provider_calls
 
 
 class _Recorder:
