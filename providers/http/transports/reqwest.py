@@ -22,19 +22,9 @@ from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from providers.http.body import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    BodyTooLarge,
-    asking_gzip,
-    read_bounded,
-)
+from providers.http.body import BodyTooLarge, asking_gzip, read_bounded
 from providers.http.proxy import ProxyRoutes
-from providers.http.transports.base import (
-    LibraryStream,
-    PooledTransport,
-    RawReply,
-    as_transport_error,
-)
+from providers.http.transports.base import LibraryStream, PooledTransport, RawReply
 
 if TYPE_CHECKING:
     from pyreqwest.client import Client
@@ -99,24 +89,10 @@ class ReqwestTransport(PooledTransport):
         self._timeouts: dict[float, timedelta] = {}
         self._urls: dict[str, Url] = {}
 
-    async def post(
-        self,
-        url: str,
-        headers: Mapping[str, str],
-        body: bytes,
-        timeout: float,
-        max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> RawReply:
-        """The whole reply, read in the request's own context: a streamed request still
-        (a consumed one reads a body of any size before its length can be checked), but
-        no :class:`LibraryStream` over it."""
-        try:
-            async with self._open(url, headers, body, timeout, whole=True) as resp:
-                return RawReply(resp.status, resp.headers, await _whole(resp, max_bytes))
-        except BodyTooLarge:
-            raise
-        except Exception as exc:
-            raise as_transport_error(exc, url) from exc
+    async def _whole_reply(self, resp: Response, url: str, max_bytes: int) -> RawReply:
+        # Still a streamed request (a consumed one reads a body of any size before its
+        # length can be checked), but no stream object over it.
+        return RawReply(resp.status, resp.headers, await _whole(resp, max_bytes))
 
     def _open(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
