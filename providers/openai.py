@@ -274,13 +274,14 @@ def _plain(request: Request) -> bool:
     """Whether :meth:`OpenAIChat.payload` of ``request`` holds plain values only (as
     :func:`~providers.http.safe_json.json_body` takes them): what a request is validated
     to be (text, a positive int, tool calls' arguments as their JSON text), with no
-    user mapping of any values (tools' parameters, a schema) and no temperature but a
-    finite float or an int."""
+    user mapping of any values (tools' parameters, a schema), no temperature but a
+    finite float or an int, and stop sequences (not checked by ``Request``) exactly str."""
     t = request.temperature
     return (
         not request.tools
         and request.json_schema is None
         and (t is None or (type(t) in (float, int) and math.isfinite(t)))
+        and (not request.stop or all(type(s) is str for s in request.stop))
     )
 
 

@@ -137,6 +137,7 @@ class Color(Enum):
         (Request("hi", temperature=math.nan), b'"temperature": NaN'),
         (Request("hi", temperature=math.inf), b'"temperature": Infinity'),
         (Request("hi", json_schema={"type": "object", "x": (1, 2)}), b'"x": [1, 2]'),
+        (Request("hi", stop=[math.nan]), b'"stop": [NaN]'),  # type: ignore[list-item]
         (
             Request(
                 "hi",
