@@ -136,7 +136,7 @@ class ReplyReader:
         failure: InvalidOutput | None = None
         try:
             return read(data, *args, **kwargs)
-        except BAD_SHAPE as exc:  # as parsed() raises it, without its call a reply
+        except BAD_SHAPE as exc:  # what parsed() makes of it, without calling it a reply
             failure = self.invalid(exc)
         except InvalidOutput as error:
             self.bill(error, self._readable_usage(data))
