@@ -204,11 +204,11 @@ class AzureOpenAI(OpenAIChat):
         return await super().complete(request)
 
     async def post_events(
-        self, url: str, payload: Mapping[str, Any]
+        self, url: str, payload: Mapping[str, Any], *, plain: bool = False
     ) -> AsyncGenerator[list[SSEEvent], None]:
         if self._token is not None:  # the stream's own token, before its headers are built
             await self._token.get()
-        return await super().post_events(url, payload)
+        return await super().post_events(url, payload, plain=plain)
 
 
 # -- the chain file's ``type: azure_openai`` ----------------------------------------

@@ -8,6 +8,7 @@ asked for with ``response_format: {"type": "json_schema", ...}``; streams use
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Unpack
 
@@ -105,7 +106,8 @@ class OpenAIChat(VendorProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.extend(_message(m) for m in request.messages)
+        for m in request.messages:  # a loop: no generator's frame to start and resume
+            messages.append(_message(m))
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.tools:
             body["tools"] = [_tool(t) for t in request.tools]
@@ -147,23 +149,26 @@ class OpenAIChat(VendorProvider):
         message: Any = choice.get("message") if isinstance(choice, JSON_OBJECT) else None
         is_object = isinstance(message, JSON_OBJECT)
         refusal = message.get("refusal") if is_object else None
-        refused = self._refused(choice.get("finish_reason"), refusal)
-        if refused is not None:
-            raise refused
+        finish = choice.get("finish_reason")
+        if finish == "content_filter" or refusal:
+            refused = self._refused(finish, refusal)
+            if refused is not None:
+                raise refused
         if message is None:  # absent: dig names the missing field
             message = dig(data, "choices", 0, "message")
         text = message.get("content")
-        calls = _calls(message.get("tool_calls")) if is_object else ()
+        raw_calls = message.get("tool_calls") if is_object else None
+        calls = () if raw_calls is None else _calls(raw_calls)
         if text is None and calls:
             text = ""  # the model only called tools
         if not isinstance(text, str):
             raise Missing("reply has no choices[0].message.content string")
-        finish = choice.get("finish_reason")
         return self.response(text, _usage(data), data.get("model"), finish, calls)
 
     async def complete(self, request: Request) -> Response:
         """One Chat Completions call; every failure raised as an ``orchestrator.errors`` class."""
-        data = await self.post_json(self._url, self.payload(request, stream=False))
+        payload = self.payload(request, stream=False)
+        data = await self.post_json(self._url, payload, plain=_plain(request))
         return self.parsed_reply(self.parse, data)
 
     def reply_usage(self, data: Any) -> Usage | None:
@@ -207,7 +212,8 @@ class OpenAIChat(VendorProvider):
         """
         state = _ChatStream()
         done = sent = False
-        events = await self.post_events(self._url, self.payload(request, stream=True))
+        payload = self.payload(request, stream=True)
+        events = await self.post_events(self._url, payload, plain=_plain(request))
         try:
             async for batch in events:
                 for event in batch:
@@ -262,6 +268,21 @@ class _ChatStream:
     def response(self, provider: OpenAIChat, calls: tuple[ToolCall, ...]) -> Response:
         """The Response of the stream so far, with its assembled tool ``calls``."""
         return provider.response("".join(self.parts), self.usage, self.model, self.finish, calls)
+
+
+def _plain(request: Request) -> bool:
+    """Whether :meth:`OpenAIChat.payload` of ``request`` holds plain values only (as
+    :func:`~providers.http.safe_json.json_body` takes them): what a request is validated
+    to be (text, a positive int, tool calls' arguments as their JSON text), with no
+    user mapping of any values (tools' parameters, a schema), no temperature but a
+    finite float or an int, and stop sequences (not checked by ``Request``) exactly str."""
+    t = request.temperature
+    return (
+        not request.tools
+        and request.json_schema is None
+        and (t is None or (type(t) in (float, int) and math.isfinite(t)))
+        and (not request.stop or all(type(s) is str for s in request.stop))
+    )
 
 
 def _message(m: Message) -> dict[str, Any]:

@@ -270,21 +270,25 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
             tool_calls=tool_calls,
         )
 
-    async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
-        """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped."""
+    async def post_json(self, url: str, payload: Mapping[str, Any], *, plain: bool = False) -> Any:
+        """POST ``payload`` and return the parsed 2xx JSON reply; every failure mapped.
+        ``plain``: the vendor vouches for ``payload`` as :func:`json_body` takes it."""
         headers = self.request_headers()
         deadline = asyncio.get_running_loop().time() + self.timeout  # reading and parsing
-        reply = await self.post_reply(url, headers, json_body(payload), self.secrets)
+        body = json_body(payload, plain=plain)
+        reply = await self.post_reply(url, headers, body, self.secrets)
         if not 200 <= reply.status < 300:
             raise not_found_at(
                 self.map_error(reply.status, reply.headers, error_body(reply.body)), url
             )
+        if not off_loop(reply.body):  # most replies: parsed here, with no coroutine for it
+            return load_json(reply.body, provider=self.name)
         return await load_json_async(
             reply.body, provider=self.name, deadline=deadline, timeout=self.timeout
         )
 
     async def post_events(
-        self, url: str, payload: Mapping[str, Any]
+        self, url: str, payload: Mapping[str, Any], *, plain: bool = False
     ) -> AsyncGenerator[list[SSEEvent], None]:
         """The server-sent events of a POST of ``payload``, those of each chunk in one
         list, as they arrive (the POST is sent when they are first asked for); every
@@ -295,10 +299,10 @@ class VendorProvider(KeywordChecked, HTTPCaller, ReplyReader, FamilyPriced):
         so is a body that ends inside an event whose data is not whole JSON.
         ``timeout`` bounds the whole stream (``ProviderTimeout``), and
         ``max_response_bytes`` the whole body and so each line and event
-        (``ResponseTooLarge``).
+        (``ResponseTooLarge``). ``plain`` as :meth:`post_json` takes it.
         """
         headers = trace_headers(self.request_headers())
-        body = json_body(payload)
+        body = json_body(payload, plain=plain)
         return self.post_stream(url, headers, body, self._events, self.map_error, self.secrets)
 
     def _events(self, max_bytes: int) -> _VendorEvents:

@@ -194,7 +194,7 @@ _PASSTHROUGH = (
 """What the stdlib refuses or writes its own way is refused (``TypeError``), not written."""
 
 
-def dumps_if_exact(value: Any) -> bytes | None:
+def dumps_if_exact(value: Any, *, plain: bool = False) -> bytes | None:
     """``value`` as compact UTF-8 JSON by orjson when it is provably the JSON value the
     stdlib writes, else None: then the caller's stdlib encoder writes or refuses it, as
     it always has.
@@ -206,18 +206,23 @@ def dumps_if_exact(value: Any) -> bytes | None:
     ``int``, ``dict`` or ``list``, a dataclass and a datetime. Its bytes differ from the
     stdlib's only in spacing, in UTF-8 where ``ensure_ascii`` escapes, and in a float's
     exponent (``1e-7``, not ``1e-07``): the same JSON.
+
+    ``plain``: the caller vouches that ``value`` holds nothing but dicts, lists, exact
+    str, int, bool and None and finite floats, which orjson writes as the stdlib does or
+    refuses (all the cases above it can get wrong are other types): not parsed back.
     """
     try:
         out = orjson.dumps(value, option=_PASSTHROUGH)
     except TypeError:  # orjson.JSONEncodeError
         return None
-    return out if orjson.loads(out) == value else None
+    return out if plain or orjson.loads(out) == value else None
 
 
-def json_body(payload: Any) -> bytes:
-    """The body of a request upstream: :func:`dumps_if_exact`, else ``json.dumps`` as
-    it always was (ASCII, and a ``NaN`` written as such: the upstream says what it thinks)."""
-    fast = dumps_if_exact(payload)
+def json_body(payload: Any, *, plain: bool = False) -> bytes:
+    """The body of a request upstream: :func:`dumps_if_exact` (``plain`` as it takes it),
+    else ``json.dumps`` as it always was (ASCII, and a ``NaN`` written as such: the
+    upstream says what it thinks)."""
+    fast = dumps_if_exact(payload, plain=plain)
     return json.dumps(payload).encode() if fast is None else fast
 
 

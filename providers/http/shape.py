@@ -133,11 +133,16 @@ class ReplyReader:
     ) -> T:
         """:meth:`parsed` for a whole reply ``data``: its ``InvalidOutput`` carries the
         usage ``data`` reports (:meth:`reply_usage`, when readable) and its cost."""
+        failure: InvalidOutput | None = None
         try:
-            return self.parsed(read, data, *args, **kwargs)
+            return read(data, *args, **kwargs)
+        except BAD_SHAPE as exc:  # what parsed() makes of it, without calling it a reply
+            failure = self.invalid(exc)
         except InvalidOutput as error:
             self.bill(error, self._readable_usage(data))
             raise
+        self.bill(failure, self._readable_usage(data))
+        raise failure  # not in the except block, where exc would be the context
 
     def reply_usage(self, data: Any) -> Usage | None:
         """The usage a whole reply reports, by the vendor's own parser (one of

@@ -12,20 +12,20 @@ vendor names its fields once (a :class:`UsageFields`); :func:`usage_of` makes th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.types import Usage
-from providers.http.shape import JSON_OBJECT, tokens
+from providers.http.shape import JSON_OBJECT, MAX_TOKENS, tokens
 
 __all__ = ["ANTHROPIC", "BEDROCK", "GEMINI", "OPENAI", "UsageFields", "usage_of"]
 
 
 @dataclass(frozen=True, slots=True)
 class UsageFields:
-    """Where a vendor's usage object keeps each count (``a.b``: ``b`` inside ``a``), and
-    whether its input count already includes the cached tokens. ``thoughts``, when named,
-    is billed as output (Gemini's reasoning)."""
+    """Where a vendor's usage object keeps each count (a key; ``cache_read`` may be
+    ``a.b``: ``b`` inside ``a``), and whether its input count already includes the cached
+    tokens. ``thoughts``, when named, is billed as output (Gemini's reasoning)."""
 
     input: str
     output: str
@@ -33,6 +33,17 @@ class UsageFields:
     cache_write: str = ""
     input_includes_cache: bool = True
     thoughts: str = ""
+    #: ``cache_read`` split at its dots, when it has any (OpenAI's is inside a details object).
+    read_path: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for key in (self.input, self.output, self.cache_write, self.thoughts):
+            if "." in key:
+                raise ValueError(
+                    f"UsageFields: {key!r} must be a plain key (only cache_read nests)"
+                )
+        path = tuple(self.cache_read.split(".")) if "." in self.cache_read else ()
+        object.__setattr__(self, "read_path", path)
 
 
 OPENAI = UsageFields("prompt_tokens", "completion_tokens", "prompt_tokens_details.cached_tokens")
@@ -55,19 +66,33 @@ def usage_of(usage: Any, fields: UsageFields) -> Usage | None:
     ``ValueError`` for a count that is not a whole number in range."""
     if not isinstance(usage, JSON_OBJECT):
         return None
-    read, write = _count(usage, fields.cache_read), _count(usage, fields.cache_write)
+    # A field a vendor does not name is not looked for (OpenAI and Gemini name no cache
+    # writes, only Gemini thoughts).
+    if fields.read_path:
+        read = _nested(usage, fields.read_path)
+    else:
+        read = _count(usage, fields.cache_read) if fields.cache_read else 0
+    write = _count(usage, fields.cache_write) if fields.cache_write else 0
     given = _count(usage, fields.input)
     input_tokens = given if fields.input_includes_cache else given + read + write
-    output = _count(usage, fields.output) + _count(usage, fields.thoughts)
+    output = _count(usage, fields.output)
+    if fields.thoughts:
+        output += _count(usage, fields.thoughts)
     read = min(read, input_tokens)  # never more cached than input: no negative cost
     return Usage(input_tokens, output, read, min(write, input_tokens - read))
 
 
-def _count(usage: Mapping[str, Any], path: str) -> int:
-    """The count at ``path`` (0 when it is absent, or ``path`` is empty)."""
-    if "." not in path:  # most are a plain key; a vendor names no cache writes or thoughts
-        return tokens(usage.get(path)) if path else 0
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    """The count at ``key`` (0 when it is absent)."""
+    value = usage.get(key)
+    if type(value) is int and 0 <= value < MAX_TOKENS:  # what a reply holds: taken as is
+        return value
+    return tokens(value)
+
+
+def _nested(usage: Mapping[str, Any], path: tuple[str, ...]) -> int:
+    """The count at ``path``, keys inside one another (0 when any is absent)."""
     node: Any = usage
-    for key in path.split("."):
+    for key in path:
         node = node.get(key) if isinstance(node, JSON_OBJECT) else None
-    return tokens(node)
+    return 0 if node is None else tokens(node)  # most replies name no cache details

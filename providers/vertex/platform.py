@@ -151,15 +151,15 @@ class VertexPlatform(VendorProvider):
             status, headers, body, publisher=self.publisher, provider=self.name, key=self.secrets()
         )
 
-    async def post_json(self, url: str, payload: Mapping[str, Any]) -> Any:
+    async def post_json(self, url: str, payload: Mapping[str, Any], *, plain: bool = False) -> Any:
         await self._google.ready()
-        return await super().post_json(url, payload)
+        return await super().post_json(url, payload, plain=plain)
 
     async def post_events(
-        self, url: str, payload: Mapping[str, Any]
+        self, url: str, payload: Mapping[str, Any], *, plain: bool = False
     ) -> AsyncGenerator[list[SSEEvent], None]:
         await self._google.ready()
-        return await super().post_events(url, payload)
+        return await super().post_events(url, payload, plain=plain)
 
 
 class VertexSpec(ProviderSpec):

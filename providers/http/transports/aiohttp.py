@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from providers.http.body import aiohttp_body, asking_gzip
 from providers.http.proxy import ProxyRoutes
-from providers.http.transports.base import LibraryStream, PooledTransport
+from providers.http.transports.base import LibraryStream, PooledTransport, RawReply
 
 if TYPE_CHECKING:
     import aiohttp
@@ -86,6 +86,9 @@ class AiohttpTransport(PooledTransport):
 
     def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
         return _AiohttpStream(resp, url, max_bytes)
+
+    async def _whole_reply(self, resp: Any, url: str, max_bytes: int) -> RawReply:
+        return RawReply(resp.status, resp.headers, await aiohttp_body(resp, max_bytes))
 
     async def _end(self, request: Any, resp: Any) -> None:
         resp.close()  # not released to the pool: a stream may stop before its end

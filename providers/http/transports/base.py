@@ -151,6 +151,12 @@ class PooledTransport:
     async def _end(self, request: Any, resp: Any) -> None:
         await request.__aexit__(None, None, None)
 
+    async def _whole_reply(self, resp: Any, url: str, max_bytes: int) -> RawReply:
+        """The whole reply of the entered ``resp``, its body capped: read through
+        :meth:`_reply`, unless the library's response can be read so directly."""
+        reply = self._reply(resp, url, max_bytes)
+        return RawReply(reply.status, reply.headers, await reply._whole())
+
     async def post(
         self,
         url: str,
@@ -161,8 +167,7 @@ class PooledTransport:
     ) -> RawReply:
         try:
             async with self._open(url, headers, body, timeout, whole=True) as resp:
-                reply = self._reply(resp, url, max_bytes)
-                return RawReply(reply.status, reply.headers, await reply._whole())
+                return await self._whole_reply(resp, url, max_bytes)
         except BodyTooLarge:
             raise
         except Exception as exc:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from providers.http.body import BodyTooLarge, asking_gzip, read_bounded
 from providers.http.proxy import ProxyRoutes
-from providers.http.transports.base import LibraryStream, PooledTransport
+from providers.http.transports.base import LibraryStream, PooledTransport, RawReply
 
 if TYPE_CHECKING:
     from pyreqwest.client import Client
@@ -87,6 +87,12 @@ class ReqwestTransport(PooledTransport):
         self._owned = owned
         self._routes = routes
         self._timeouts: dict[float, timedelta] = {}
+        self._urls: dict[str, Url] = {}
+
+    async def _whole_reply(self, resp: Response, url: str, max_bytes: int) -> RawReply:
+        # Still a streamed request (a consumed one reads a body of any size before its
+        # length can be checked), but no stream object over it.
+        return RawReply(resp.status, resp.headers, await _whole(resp, max_bytes))
 
     def _open(
         self, url: str, headers: Mapping[str, str], body: bytes, timeout: float, *, whole: bool
@@ -98,12 +104,26 @@ class ReqwestTransport(PooledTransport):
             if len(self._timeouts) > 64:
                 self._timeouts.clear()
             limit = self._timeouts[timeout] = timedelta(seconds=timeout)
-        builder = self._client.post(url).headers(asking_gzip(headers)).body_bytes(body)
+        builder = (
+            self._client.post(self._parsed(url)).headers(asking_gzip(headers)).body_bytes(body)
+        )
         if not whole:
             # Entering a streamed request reads this many body bytes first (64 KiB by
             # default): a stream's first events must reach the caller as they arrive.
             builder = builder.streamed_read_buffer_limit(0)
         return builder.timeout(limit).build_streamed()
+
+    def _parsed(self, url: str) -> Url:
+        """``url`` parsed, once per URL: a provider sends to the same few, and parsing
+        one was about a third of building the request."""
+        parsed = self._urls.get(url)
+        if parsed is None:
+            from pyreqwest.http import Url
+
+            if len(self._urls) > 64:
+                self._urls.clear()
+            parsed = self._urls[url] = Url(url)
+        return parsed
 
     def _reply(self, resp: Any, url: str, max_bytes: int) -> LibraryStream:
         return _ReqwestStream(resp, url, max_bytes)
