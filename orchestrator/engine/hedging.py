@@ -95,7 +95,7 @@ async def race(
     index of the last child tried (the run goes on after it)."""
     hedged = _Race(run)
     try:
-        outcome = await hedged.first(idx, request, via, run.log.note)
+        outcome = await hedged.first(idx, request, via)
     finally:
         await hedged.close()
     if isinstance(outcome, Result) and len(outcome.attempts) != len(run.log.attempts):
@@ -132,20 +132,24 @@ class _Race:
         self.timer: asyncio.TimerHandle | None = None  # when the watcher starts (system clock)
         #: The caller's task while the first lane's call runs in it, once that call waited.
         self.caller: asyncio.Task[Any] | None = None
+        #: Where the first lane's attempts begin in the run's log: that lane is the run
+        #: itself (most calls never race: a second run for it was pure cost).
+        self.base = len(run.log.attempts)
 
     def _lane(
         self, idx: int, request: Request, via: Via, note: str | None
     ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
         """A lane for child ``idx`` and the call it makes (not started yet)."""
-        outer = self.run
+        outer = lane_run = self.run
         member = outer.members[idx]
         assert isinstance(member, ProviderChild)
-        # A run of its own (attempt log, health verdict) with the caller's limits and delivery.
-        limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
-        lane_run = Run(outer.agent, outer.request, *limits, outer.members)
-        lane_run.log.started, lane_run.log.note = outer.log.started, note
-        lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
-        lane_run.later, lane_run.deferred = idx + 1 < len(outer.members), outer.deferred
+        if self.lanes:  # a hedge: a run of its own (attempt log, health verdict) with the
+            # caller's limits and delivery; its attempts join the run's when the race ends
+            limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
+            lane_run = Run(outer.agent, outer.request, *limits, outer.members)
+            lane_run.log.started, lane_run.log.note = outer.log.started, note
+            lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
+            lane_run.later, lane_run.deferred = idx + 1 < len(outer.members), outer.deferred
         racer = Racer(self, member, lane_run, hedge=bool(self.lanes))
         child = ProviderChild(member.provider, member.policy, racer, member.down)
         lane = _Lane(idx, lane_run, racer, None)
@@ -159,13 +163,11 @@ class _Race:
         lane.task = asyncio.create_task(call)
         lane.task.add_done_callback(lambda _t: self._ended(lane))
 
-    async def first(
-        self, idx: int, request: Request, via: Via, note: str | None
-    ) -> Result | BaseException:
-        """Child ``idx``'s outcome, called in the caller's task (:mod:`.inline`): the race
-        (a watcher task deciding on hedges) is built only once the call waits."""
-        lane, call = self._lane(idx, request, via, note)
-        self.run.log.note = None
+    async def first(self, idx: int, request: Request, via: Via) -> Result | BaseException:
+        """Child ``idx``'s outcome, called in the caller's task (:mod:`.inline`) and in the
+        run itself (the run's pending note is the call's): the race (a watcher task
+        deciding on hedges) is built only once the call waits."""
+        lane, call = self._lane(idx, request, via, None)
         try:
             outcome: Result | BaseException = await drive(call, lambda: self._adopt(lane))
         except BaseException as e:
@@ -283,7 +285,9 @@ class _Race:
         race is a cycle, which the collector, not reference counting, would have to free
         on every call (a gateway worker's collector was a large share of its CPU)."""
         for lane in self.lanes:
-            lane.racer.lane, lane.run.log.trace = None, None
+            lane.racer.lane = None
+            if lane.run is not self.run:
+                lane.run.log.trace = None
         self.lanes, self.finished, self.winner = [], [], None
 
     def resume_after(self) -> int:
@@ -345,7 +349,8 @@ class _Race:
         if run.log.trace is not None:
             run.log.trace.fell_over(last.racer.name, target.name, "hedge")
         note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
-        self.start(last.idx + 1, with_handover(run, decision, "hedge"), via, note)
+        tried = run.log.attempts[: self.base]  # the first lane's are not the run's yet
+        self.start(last.idx + 1, with_handover(run, decision, "hedge", tried), via, note)
 
     async def _stop_losers(self) -> None:
         """Cancel every lane still running but the winner; each records ``hedge_lost``."""
@@ -370,10 +375,24 @@ class _Race:
                     await cancel_and_wait(lane.task)
                     lane.racer.record_lost()
         finally:
-            log, lanes = self.run.log, self.lanes
-            for lane in sorted(lanes, key=lambda x: x is self.winner) if len(lanes) > 1 else lanes:
-                log.attempts.extend(lane.run.log.attempts)
-                log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
+            self._join_logs()
+
+    def _join_logs(self) -> None:
+        """The lanes' attempts in the run's log, the winner's last (the first lane's are
+        there already: alone, nothing moves). A decision its call left pending when cut
+        is dropped, as a lane's own log would have dropped it, and so is a note no
+        attempt of it took."""
+        log, base = self.run.log, self.base
+        log.note = None
+        if log.pending is not None and log.pending >= base:
+            log.pending = None
+        if len(self.lanes) == 1:
+            return
+        own = log.attempts[base:]
+        del log.attempts[base:]
+        for lane in sorted(self.lanes, key=lambda x: x is self.winner):
+            log.attempts.extend(own if lane.run is self.run else lane.run.log.attempts)
+            log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
 
 
 def _cancelled(task: asyncio.Future[Any] | None) -> bool:
