@@ -92,10 +92,23 @@ async def race(
     run: Run, idx: int, request: Request, via: Via
 ) -> tuple[Result | BaseException, int]:
     """Try child ``idx`` (``request`` already handed over), hedged; the outcome and the
-    index of the last child tried (the run goes on after it)."""
+    index of the last child tried (the run goes on after it).
+
+    The first lane's call runs in the caller's task (:mod:`.inline`) and in the run
+    itself (the run's pending note is the call's): the race (a watcher task deciding
+    on hedges) is built only once the call waits (:meth:`_Race.adopt`)."""
     hedged = _Race(run)
+    lane, call = hedged.lane(idx, request, via, None)
     try:
-        outcome = await hedged.first(idx, request, via)
+        try:
+            outcome: Result | BaseException = await drive(call, hedged.adopt)
+        except BaseException as e:
+            if not hedged.ended_inline(lane, None, e):
+                raise
+            outcome = await hedged.outcome()
+        else:
+            if hedged.ended_inline(lane, outcome, None):  # the watcher decides
+                outcome = await hedged.outcome()
     finally:
         await hedged.close()
     if isinstance(outcome, Result) and len(outcome.attempts) != len(run.log.attempts):
@@ -136,7 +149,7 @@ class _Race:
         #: itself (most calls never race: a second run for it was pure cost).
         self.base = len(run.log.attempts)
 
-    def _lane(
+    def lane(
         self, idx: int, request: Request, via: Via, note: str | None
     ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
         """A lane for child ``idx`` and the call it makes (not started yet)."""
@@ -159,31 +172,20 @@ class _Race:
 
     def start(self, idx: int, request: Request, via: Via, note: str | None) -> None:
         """Start child ``idx`` racing in a lane task of its own (a hedge)."""
-        lane, call = self._lane(idx, request, via, note)
+        lane, call = self.lane(idx, request, via, note)
         lane.task = asyncio.create_task(call)
         lane.task.add_done_callback(lambda _t: self._ended(lane))
 
-    async def first(self, idx: int, request: Request, via: Via) -> Result | BaseException:
-        """Child ``idx``'s outcome, called in the caller's task (:mod:`.inline`) and in the
-        run itself (the run's pending note is the call's): the race (a watcher task
-        deciding on hedges) is built only once the call waits."""
-        lane, call = self._lane(idx, request, via, None)
-        try:
-            outcome: Result | BaseException = await drive(call, lambda: self._adopt(lane))
-        except BaseException as e:
-            if not self._ended_inline(lane, None, e):
-                raise
-        else:
-            if not self._ended_inline(lane, outcome, None):
-                return outcome
+    def outcome(self) -> asyncio.Task[Result | BaseException]:
+        """What the watcher decides, once the inline call left it the outcome."""
         assert self.watcher is not None
-        return await self.watcher
+        return self.watcher
 
-    def _adopt(self, lane: _Lane) -> None:
+    def adopt(self) -> None:
         """The first lane's call waits: from now on it races (the watcher may hedge it)."""
         caller = asyncio.current_task()
         assert caller is not None
-        self.caller = caller
+        self.caller, lane = caller, self.lanes[0]
         delay = self.hedging.delay(lane.racer.name)
         if delay is None:
             return  # never hedged: nothing to watch
@@ -208,7 +210,7 @@ class _Race:
         # A lane that stopped the run ends the watcher early: the inline call is cut then.
         self.watcher.add_done_callback(lambda _t: adopted.cancel())
 
-    def _ended_inline(self, lane: _Lane, outcome: object, error: BaseException | None) -> bool:
+    def ended_inline(self, lane: _Lane, outcome: object, error: BaseException | None) -> bool:
         """The inline call ended: whether the watcher decides the outcome (else the call's
         own outcome stands, or its error is raised)."""
         adopted = lane.task
