@@ -3,18 +3,16 @@ never races builds one Run, and a race still keeps each lane's attempts apart. F
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from orchestrator import FallbackAgent, Request, Response, Usage
+from orchestrator import FallbackAgent, Usage
 from orchestrator.engine.run import Run
 from orchestrator.errors import ServerError
 from orchestrator.testing import FakeClock
 from tests.orchestrator.engine.paced import Paced, Ticker
+from tests.orchestrator.engine.test_call_cost import Layers
 
 
 @pytest.fixture
@@ -88,36 +86,14 @@ async def test_a_first_lane_that_wins_a_race_is_recorded_last(clock: FakeClock) 
     assert late.open == 0
 
 
-class Layers:
-    """A vendor's stream noting, after its first wait, the engine's frames between
-    ``FallbackAgent.run`` and itself."""
-
-    reports_progress = True
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.seen: list[str] = []
-
-    async def stream(self, request: Request) -> AsyncIterator[object]:
-        await asyncio.sleep(0)  # the call waits: the race is adopted (its timer armed)
-        frame = sys._getframe(1)
-        seen = []
-        while frame is not None and frame.f_code is not FallbackAgent.run.__code__:
-            seen.append(frame.f_code.co_name)
-            frame = frame.f_back  # type: ignore[assignment]
-        self.seen = seen[::-1]
-        yield "ok"
-        yield Response(text="ok")
-
-    async def complete(self, request: Request) -> Response:
-        raise AssertionError("streamed: run() streams under the default hedge")
-
-
 async def test_a_hedged_call_is_driven_through_no_layer_that_only_forwards() -> None:
-    provider = Layers("first")
-    agent = FallbackAgent([provider, Layers("second")])  # the default hedge, system clock
+    provider, other = Layers(), Layers()
+    other.name = "other"
+    agent = FallbackAgent([provider, other])  # the default hedge: run() streams, raced
     assert (await agent.run("hi")).text == "ok"
-    # main: ... "race", "first", "resume" ... (a coroutine of the race that only awaited)
+    # main: ... "race", "first", "drive" ... (a coroutine of the race that only awaited,
+    # and a generator that only started the one after it)
     assert provider.seen == [
-        "execute", "_chain", "next_child", "race", "resume", "run_in", "attempt", "_assembled"
+        "execute", "_chain", "next_child", "race", "resume", "run_in", "attempt",
+        "_assembled", "_assembled", "_whole",  # the racer's, its loop, a whole reply as a stream
     ]  # fmt: skip
