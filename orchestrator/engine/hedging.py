@@ -3,8 +3,8 @@
 ``FallbackAgent(hedge_after=0.4)`` (seconds) or ``hedge_after="p95"`` (adaptive)
 with ``max_hedges=1``. Each child of a hedged call runs in a *lane* of its own (a
 run sharing the caller's delivery, with its own attempt log and health verdict);
-the first one in the caller's task, the race built around it only if it waits
-(:mod:`~orchestrator.engine.inline`: most calls answer before their delay).
+the first one in the caller's task and run, the race built around it only if it
+waits (:mod:`~orchestrator.engine.inline`: most calls answer before their delay).
 When the newest lane has produced no content ``hedge_after`` after it started,
 the next child starts in a new lane, after ``before_fallback`` with reason
 ``"hedge"`` (so redaction applies; a :class:`~orchestrator.types.Stop` from it
