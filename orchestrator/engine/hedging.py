@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +49,11 @@ from orchestrator.clock import SystemClock
 from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.handover import before_fallback, with_handover
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
+from orchestrator.engine.hedge_delay import can_hedge as can_hedge  # the run asks here
+from orchestrator.engine.hedge_delay import check_hedged as check_hedged  # and the agent
 from orchestrator.engine.inline import Adopted, drive
 from orchestrator.engine.racer import Racer
 from orchestrator.engine.run import Run  # after children, which imports it first
-from orchestrator.ignored import warn_ignored
 from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Request, Result, Stop
 
@@ -60,32 +61,6 @@ if TYPE_CHECKING:
     from orchestrator.engine.run import Via
 
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
-
-
-def can_hedge(run: Run, idx: int) -> bool:
-    """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
-    with nothing streamed to the consumer yet."""
-    return _pair(run.members, idx) and not getattr(run.delivery, "delivered", None)
-
-
-def _pair(members: Sequence[object], idx: int) -> bool:
-    return (
-        idx + 1 < len(members)
-        and isinstance(members[idx], ProviderChild)
-        and isinstance(members[idx + 1], ProviderChild)
-    )
-
-
-def check_hedged(members: Sequence[object], hedge_after: object) -> None:
-    """Warn (:class:`~orchestrator.ignored.IgnoredSetting`) when ``hedge_after`` can never
-    start a hedge: no provider of the chain is followed by a provider to hedge to."""
-    if not any(_pair(members, idx) for idx in range(len(members))):
-        one = "has one child" if len(members) == 1 else "has no provider followed by a provider"
-        warn_ignored(
-            f"FallbackAgent: hedge_after={hedge_after!r} has no effect: the chain {one}, so "
-            "there is no next provider to start in parallel; add one or drop hedge_after",
-            stacklevel=3,
-        )
 
 
 async def race(
