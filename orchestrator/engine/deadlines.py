@@ -202,14 +202,6 @@ def assemble(
     return _assembled(aiter(stream), name, seen, first, None)
 
 
-_UNWATCHED = Watch()
-
-
-def _after(watched: Watched | None, seconds: float | None) -> float | None:
-    """The deadline ``seconds`` from now on ``watched``'s clock (None: no deadline)."""
-    return None if watched is None or seconds is None else watched.clock.now() + seconds
-
-
 async def _assembled(
     agen: AsyncIterator[Any],
     name: str,
@@ -219,10 +211,14 @@ async def _assembled(
 ) -> Response:
     """:func:`assemble` and :meth:`Watched.assembled` in one loop (``watched``: under its
     deadlines), with no generator or coroutine of the engine between the provider and it
-    on each item."""
-    watch = _UNWATCHED if watched is None else watched.watch
+    on each item, nor a call of its own per item (:func:`is_content` is written out)."""
     chunks = 0
-    deadline = _after(watched, watch.first_token)
+    deadline: float | None = None
+    idle: float | None = None
+    now: Callable[[], float] | None = None
+    if watched is not None:
+        now, idle, ft = watched.clock.now, watched.watch.idle, watched.watch.first_token
+        deadline = None if ft is None else now() + ft
     try:
         while True:
             step: Any = anext(agen)  # an awaitable with send(), as any coroutine has
@@ -238,17 +234,21 @@ async def _assembled(
                 else:
                     assert watched is not None  # only a watched stream has a deadline
                     item = await watched._waited(step, pending, deadline, chunks)
-            if isinstance(item, Response):
+            if isinstance(item, str):  # text; PROGRESS and a keep-alive are empty
+                content = item != ""
+            elif isinstance(item, Response):
                 if first is not None and chunks == 0:
                     first(item)
                 return item  # the answer is complete: the stream's tail is not waited for
-            if is_content(item):
+            else:
+                content = isinstance(item, ToolCallDelta)
+            if content:
                 chunks += 1
                 if first is not None and chunks == 1:
                     first(item)
-                deadline = _after(watched, watch.idle)
-            elif item is PROGRESS and chunks:  # a keep-alive moves no deadline
-                deadline = _after(watched, watch.idle)
+                deadline = None if idle is None or now is None else now() + idle
+            elif item is PROGRESS and chunks and idle is not None and now is not None:
+                deadline = now() + idle  # (a keep-alive moves no deadline)
             if seen is not None:
                 seen(item)
     except StopAsyncIteration:

@@ -4,12 +4,13 @@ leaves it (a redaction, or a Stop), and a note of why it was handed the call."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from orchestrator.engine.attempt import call_hook
 from orchestrator.errors import HookError
 from orchestrator.summary import attempt_summaries
-from orchestrator.types import Request, Stop
+from orchestrator.types import Attempt, Request, Stop
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
@@ -33,7 +34,11 @@ async def before_fallback(run: Run, reason: str) -> Request | Stop:
     return decision
 
 
-def with_handover(run: Run, request: Request, reason: str) -> Request:
-    """``request`` telling the next child why it was handed the call, and what was tried."""
-    handover = {"reason": reason, "attempts": attempt_summaries(run.log.attempts)}
+def with_handover(
+    run: Run, request: Request, reason: str, tried: Sequence[Attempt] | None = None
+) -> Request:
+    """``request`` telling the next child why it was handed the call, and what was tried
+    (``tried``: the run's attempts unless given)."""
+    tried = run.log.attempts if tried is None else tried
+    handover = {"reason": reason, "attempts": attempt_summaries(tried)}
     return request.replace(metadata={**request.metadata, "handover": handover})

@@ -22,6 +22,9 @@ that is later: a model that is always slow to start (reasoning) stops being dupl
 Only chains with a successor hedge (a one-child chain never pays for one); a hedge's
 loser is cancelled and its input tokens billed (:mod:`orchestrator.engine.hedging`).
 ``hedge_after=None`` turns hedging off.
+
+Which children hedge (:func:`can_hedge`): a provider followed by a provider, while
+nothing was streamed to the consumer yet.
 """
 
 from __future__ import annotations
@@ -29,14 +32,27 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from orchestrator.engine.children import ProviderChild
 from orchestrator.ignored import warn_ignored
 from orchestrator.units import seconds
 
-__all__ = ["AUTO_AFTER", "FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging"]
+if TYPE_CHECKING:
+    from orchestrator.engine.run import Run
+
+__all__ = [
+    "AUTO_AFTER",
+    "FLOOR",
+    "MIN_SAMPLES",
+    "TAIL_CAP",
+    "WINDOW",
+    "Hedging",
+    "can_hedge",
+    "check_hedged",
+]
 
 #: Observations a child needs before an adaptive ``hedge_after`` hedges it.
 MIN_SAMPLES = 20
@@ -157,3 +173,29 @@ def _auto_after(timeouts: list[Any]) -> float:
     """``"auto"``'s delay for a child bounded by ``timeouts`` (seconds; others ignored)."""
     known = [float(t) for t in timeouts if isinstance(t, int | float) and t > 0]
     return min([AUTO_AFTER, *(t * _AUTO_SHARE for t in known)])
+
+
+def can_hedge(run: Run, idx: int) -> bool:
+    """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
+    with nothing streamed to the consumer yet."""
+    return _pair(run.members, idx) and not getattr(run.delivery, "delivered", None)
+
+
+def _pair(members: Sequence[object], idx: int) -> bool:
+    return (
+        idx + 1 < len(members)
+        and isinstance(members[idx], ProviderChild)
+        and isinstance(members[idx + 1], ProviderChild)
+    )
+
+
+def check_hedged(members: Sequence[object], hedge_after: object) -> None:
+    """Warn (:class:`~orchestrator.ignored.IgnoredSetting`) when ``hedge_after`` can never
+    start a hedge: no provider of the chain is followed by a provider to hedge to."""
+    if not any(_pair(members, idx) for idx in range(len(members))):
+        one = "has one child" if len(members) == 1 else "has no provider followed by a provider"
+        warn_ignored(
+            f"FallbackAgent: hedge_after={hedge_after!r} has no effect: the chain {one}, so "
+            "there is no next provider to start in parallel; add one or drop hedge_after",
+            stacklevel=3,
+        )

@@ -3,8 +3,8 @@
 ``FallbackAgent(hedge_after=0.4)`` (seconds) or ``hedge_after="p95"`` (adaptive)
 with ``max_hedges=1``. Each child of a hedged call runs in a *lane* of its own (a
 run sharing the caller's delivery, with its own attempt log and health verdict);
-the first one in the caller's task, the race built around it only if it waits
-(:mod:`~orchestrator.engine.inline`: most calls answer before their delay).
+the first one in the caller's task and run, the race built around it only if it
+waits (:mod:`~orchestrator.engine.inline`: most calls answer before their delay).
 When the newest lane has produced no content ``hedge_after`` after it started,
 the next child starts in a new lane, after ``before_fallback`` with reason
 ``"hedge"`` (so redaction applies; a :class:`~orchestrator.types.Stop` from it
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +49,11 @@ from orchestrator.clock import SystemClock
 from orchestrator.engine.children import ProviderChild, too_long
 from orchestrator.engine.handover import before_fallback, with_handover
 from orchestrator.engine.hedge_delay import FLOOR, MIN_SAMPLES, TAIL_CAP, WINDOW, Hedging
+from orchestrator.engine.hedge_delay import can_hedge as can_hedge  # the run asks here
+from orchestrator.engine.hedge_delay import check_hedged as check_hedged  # and the agent
 from orchestrator.engine.inline import Adopted, drive
 from orchestrator.engine.racer import Racer
 from orchestrator.engine.run import Run  # after children, which imports it first
-from orchestrator.ignored import warn_ignored
 from orchestrator.tasks import cancel_and_wait
 from orchestrator.types import Request, Result, Stop
 
@@ -62,40 +63,27 @@ if TYPE_CHECKING:
 __all__ = ["FLOOR", "MIN_SAMPLES", "TAIL_CAP", "WINDOW", "Hedging", "can_hedge", "race"]
 
 
-def can_hedge(run: Run, idx: int) -> bool:
-    """Whether child ``idx`` of ``run`` is tried hedged: a provider followed by a provider,
-    with nothing streamed to the consumer yet."""
-    return _pair(run.members, idx) and not getattr(run.delivery, "delivered", None)
-
-
-def _pair(members: Sequence[object], idx: int) -> bool:
-    return (
-        idx + 1 < len(members)
-        and isinstance(members[idx], ProviderChild)
-        and isinstance(members[idx + 1], ProviderChild)
-    )
-
-
-def check_hedged(members: Sequence[object], hedge_after: object) -> None:
-    """Warn (:class:`~orchestrator.ignored.IgnoredSetting`) when ``hedge_after`` can never
-    start a hedge: no provider of the chain is followed by a provider to hedge to."""
-    if not any(_pair(members, idx) for idx in range(len(members))):
-        one = "has one child" if len(members) == 1 else "has no provider followed by a provider"
-        warn_ignored(
-            f"FallbackAgent: hedge_after={hedge_after!r} has no effect: the chain {one}, so "
-            "there is no next provider to start in parallel; add one or drop hedge_after",
-            stacklevel=3,
-        )
-
-
 async def race(
     run: Run, idx: int, request: Request, via: Via
 ) -> tuple[Result | BaseException, int]:
     """Try child ``idx`` (``request`` already handed over), hedged; the outcome and the
-    index of the last child tried (the run goes on after it)."""
+    index of the last child tried (the run goes on after it).
+
+    The first lane's call runs in the caller's task (:mod:`.inline`) and in the run
+    itself (the run's pending note is the call's): the race (a watcher task deciding
+    on hedges) is built only once the call waits (:meth:`_Race.adopt`)."""
     hedged = _Race(run)
+    lane, call = hedged.lane(idx, request, via, None)
     try:
-        outcome = await hedged.first(idx, request, via, run.log.note)
+        try:
+            outcome: Result | BaseException = await drive(call, hedged.adopt)
+        except BaseException as e:
+            if not hedged.ended_inline(lane, None, e):
+                raise
+            outcome = await hedged.outcome()
+        else:
+            if hedged.ended_inline(lane, outcome, None):  # the watcher decides
+                outcome = await hedged.outcome()
     finally:
         await hedged.close()
     if isinstance(outcome, Result) and len(outcome.attempts) != len(run.log.attempts):
@@ -132,20 +120,24 @@ class _Race:
         self.timer: asyncio.TimerHandle | None = None  # when the watcher starts (system clock)
         #: The caller's task while the first lane's call runs in it, once that call waited.
         self.caller: asyncio.Task[Any] | None = None
+        #: Where the first lane's attempts begin in the run's log: that lane is the run
+        #: itself (most calls never race: a second run for it was pure cost).
+        self.base = len(run.log.attempts)
 
-    def _lane(
+    def lane(
         self, idx: int, request: Request, via: Via, note: str | None
     ) -> tuple[_Lane, Coroutine[Any, Any, Result | BaseException]]:
         """A lane for child ``idx`` and the call it makes (not started yet)."""
-        outer = self.run
+        outer = lane_run = self.run
         member = outer.members[idx]
         assert isinstance(member, ProviderChild)
-        # A run of its own (attempt log, health verdict) with the caller's limits and delivery.
-        limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
-        lane_run = Run(outer.agent, outer.request, *limits, outer.members)
-        lane_run.log.started, lane_run.log.note = outer.log.started, note
-        lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
-        lane_run.later, lane_run.deferred = idx + 1 < len(outer.members), outer.deferred
+        if self.lanes:  # a hedge: a run of its own (attempt log, health verdict) with the
+            # caller's limits and delivery; its attempts join the run's when the race ends
+            limits = (outer.schema, outer.deadline, outer.attempt_limit, outer.delivery)
+            lane_run = Run(outer.agent, outer.request, *limits, outer.members)
+            lane_run.log.started, lane_run.log.note = outer.log.started, note
+            lane_run.log.trace = outer.log.trace  # one run span; each lane's attempts under it
+            lane_run.later, lane_run.deferred = idx + 1 < len(outer.members), outer.deferred
         racer = Racer(self, member, lane_run, hedge=bool(self.lanes))
         child = ProviderChild(member.provider, member.policy, racer, member.down)
         lane = _Lane(idx, lane_run, racer, None)
@@ -155,33 +147,20 @@ class _Race:
 
     def start(self, idx: int, request: Request, via: Via, note: str | None) -> None:
         """Start child ``idx`` racing in a lane task of its own (a hedge)."""
-        lane, call = self._lane(idx, request, via, note)
+        lane, call = self.lane(idx, request, via, note)
         lane.task = asyncio.create_task(call)
         lane.task.add_done_callback(lambda _t: self._ended(lane))
 
-    async def first(
-        self, idx: int, request: Request, via: Via, note: str | None
-    ) -> Result | BaseException:
-        """Child ``idx``'s outcome, called in the caller's task (:mod:`.inline`): the race
-        (a watcher task deciding on hedges) is built only once the call waits."""
-        lane, call = self._lane(idx, request, via, note)
-        self.run.log.note = None
-        try:
-            outcome: Result | BaseException = await drive(call, lambda: self._adopt(lane))
-        except BaseException as e:
-            if not self._ended_inline(lane, None, e):
-                raise
-        else:
-            if not self._ended_inline(lane, outcome, None):
-                return outcome
+    def outcome(self) -> asyncio.Task[Result | BaseException]:
+        """What the watcher decides, once the inline call left it the outcome."""
         assert self.watcher is not None
-        return await self.watcher
+        return self.watcher
 
-    def _adopt(self, lane: _Lane) -> None:
+    def adopt(self) -> None:
         """The first lane's call waits: from now on it races (the watcher may hedge it)."""
         caller = asyncio.current_task()
         assert caller is not None
-        self.caller = caller
+        self.caller, lane = caller, self.lanes[0]
         delay = self.hedging.delay(lane.racer.name)
         if delay is None:
             return  # never hedged: nothing to watch
@@ -206,7 +185,7 @@ class _Race:
         # A lane that stopped the run ends the watcher early: the inline call is cut then.
         self.watcher.add_done_callback(lambda _t: adopted.cancel())
 
-    def _ended_inline(self, lane: _Lane, outcome: object, error: BaseException | None) -> bool:
+    def ended_inline(self, lane: _Lane, outcome: object, error: BaseException | None) -> bool:
         """The inline call ended: whether the watcher decides the outcome (else the call's
         own outcome stands, or its error is raised)."""
         adopted = lane.task
@@ -283,7 +262,9 @@ class _Race:
         race is a cycle, which the collector, not reference counting, would have to free
         on every call (a gateway worker's collector was a large share of its CPU)."""
         for lane in self.lanes:
-            lane.racer.lane, lane.run.log.trace = None, None
+            lane.racer.lane = None
+            if lane.run is not self.run:
+                lane.run.log.trace = None
         self.lanes, self.finished, self.winner = [], [], None
 
     def resume_after(self) -> int:
@@ -345,7 +326,8 @@ class _Race:
         if run.log.trace is not None:
             run.log.trace.fell_over(last.racer.name, target.name, "hedge")
         note = f"hedge: {last.racer.name} had no content after {waited:.3f}s"
-        self.start(last.idx + 1, with_handover(run, decision, "hedge"), via, note)
+        tried = run.log.attempts[: self.base]  # the first lane's are not the run's yet
+        self.start(last.idx + 1, with_handover(run, decision, "hedge", tried), via, note)
 
     async def _stop_losers(self) -> None:
         """Cancel every lane still running but the winner; each records ``hedge_lost``."""
@@ -370,10 +352,24 @@ class _Race:
                     await cancel_and_wait(lane.task)
                     lane.racer.record_lost()
         finally:
-            log, lanes = self.run.log, self.lanes
-            for lane in sorted(lanes, key=lambda x: x is self.winner) if len(lanes) > 1 else lanes:
-                log.attempts.extend(lane.run.log.attempts)
-                log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
+            self._join_logs()
+
+    def _join_logs(self) -> None:
+        """The lanes' attempts in the run's log, the winner's last (the first lane's are
+        there already: alone, nothing moves). A decision its call left pending when cut
+        is dropped, as a lane's own log would have dropped it, and so is a note no
+        attempt of it took."""
+        log, base = self.run.log, self.base
+        log.note = None
+        if log.pending is not None and log.pending >= base:
+            log.pending = None
+        if len(self.lanes) == 1:
+            return
+        own = log.attempts[base:]
+        del log.attempts[base:]
+        for lane in sorted(self.lanes, key=lambda x: x is self.winner):
+            log.attempts.extend(own if lane.run is self.run else lane.run.log.attempts)
+            log.deadline_passed = log.deadline_passed or lane.run.log.deadline_passed
 
 
 def _cancelled(task: asyncio.Future[Any] | None) -> bool:

@@ -14,29 +14,31 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 __all__ = ["Adopted", "drive", "resume"]
 
 
-@types.coroutine
-def drive(
-    coro: Coroutine[Any, Any, Any], suspended: Callable[[], None]
-) -> Generator[Any, Any, Any]:
+def drive(coro: Coroutine[Any, Any, Any], suspended: Callable[[], None]) -> Awaitable[Any]:
     """Await ``coro`` in the current task, calling ``suspended()`` once, when it first waits."""
-    try:
-        pending = coro.send(None)
-    except StopIteration as done:
-        return done.value
-    suspended()
-    return (yield from resume(coro, pending))
+    return resume(coro, None, suspended)
 
 
 @types.coroutine
-def resume(coro: Coroutine[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
+def resume(
+    coro: Coroutine[Any, Any, Any], pending: Any, suspended: Callable[[], None] | None = None
+) -> Generator[Any, Any, Any]:
     """Go on awaiting ``coro``, already sent its first ``None``, which waits on ``pending``
-    (what it yielded): what ``await coro`` would have done from there."""
+    (what it yielded): what ``await coro`` would have done from there. With ``suspended``
+    (:func:`drive`), ``coro`` is not started yet: it starts now, and ``suspended()`` is
+    called when it first waits (one generator for both: each is a frame on every resume)."""
+    if suspended is not None:
+        try:
+            pending = coro.send(None)
+        except StopIteration as done:
+            return done.value
+        suspended()
     while True:
         try:
             sent = yield pending

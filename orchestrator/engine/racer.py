@@ -39,6 +39,7 @@ class Racer:
         "name",
         "race",
         "request",
+        "since",
         "wrapped",
     )
 
@@ -51,6 +52,9 @@ class Racer:
         #: The call in progress: (attempt number, monotonic start, wall start), or None.
         self.call: tuple[int, float, float] | None = None
         self.request: Request | None = None
+        #: Where this lane's attempts begin in its run's log (the first lane's run is the
+        #: caller's, which may hold earlier children's).
+        self.since = len(lane_run.log.attempts)
 
     def complete(self, request: Request) -> Awaitable[Response]:
         """The reply; streamed when the provider can, so its first content is seen."""
@@ -60,7 +64,7 @@ class Racer:
         """The reply, the lane's call starting now: streamed when the provider can (its
         items but the last told to ``seen``), claiming the race at its first content."""
         clock = self.lane_run.agent.clock
-        self.call = (len(self.lane_run.log.attempts) + 1, clock.now(), clock.wall())
+        self.call = (len(self.lane_run.log.attempts) - self.since + 1, clock.now(), clock.wall())
         self.request = request
         if isinstance(self.callee, Watched):  # its deadlines and the claim in one loop
             return self.callee.assembled(request, seen, self._first)
@@ -83,7 +87,8 @@ class Racer:
     def record_lost(self) -> None:
         """Record the call this lane was cancelled in (if any) as lost to a hedge."""
         log = self.lane_run.log
-        if self.call is None or self.request is None or self.call[0] <= len(log.attempts):
+        made = len(log.attempts) - self.since
+        if self.call is None or self.request is None or self.call[0] <= made:
             return  # not in a call, or the call's attempt is already recorded
         number, t0, wall = self.call
         usage = Usage(input_tokens_estimate(self.request), 0)
