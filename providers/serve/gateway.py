@@ -180,10 +180,6 @@ class Gateway:
         names = ", ".join(self.models.names())
         return Failure(404, "not_found", f"no model {shown!r}; available: {names}")
 
-    async def _read_body(self, ex: Exchange) -> dict[str, Any]:
-        """The body as a JSON object (see :func:`providers.serve.intake.read_body`)."""
-        return body_object(await read_body(ex, self.settings))
-
     def _endpoint(self, wire: Wire) -> Handler:
         """The handler of a model endpoint speaking ``wire``."""
 
@@ -195,7 +191,9 @@ class Gateway:
             self.in_flight += 1
             try:
                 try:
-                    call = wire.parse(await self._read_body(ex))
+                    # The body as a JSON object (:func:`~providers.serve.intake.read_body`),
+                    # read in place: a method around it was a coroutine that only forwarded.
+                    call = wire.parse(body_object(await read_body(ex, self.settings)))
                     header = ex.header(_AFFINITY)
                     if header is not None:  # most calls carry none: no key, no copy for them
                         key = fields.affinity(header, call.affinity)
@@ -246,7 +244,7 @@ class Gateway:
             return failure_reply(_ANTHROPIC, _refused())
         try:
             model, parsed = anthropic_wire.parse_request(
-                await self._read_body(ex), need_max_tokens=False
+                body_object(await read_body(ex, self.settings)), need_max_tokens=False
             )
         except Exception as exc:
             return failure_reply(_ANTHROPIC, failed(exc))

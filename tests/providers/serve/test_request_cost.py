@@ -106,24 +106,127 @@ class Arriving:
         return self.chunks.pop(0)
 
 
-async def test_a_body_is_read_with_one_timer_and_no_read_past_its_declared_length(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    timers: list[float] = []
-    timeout_at = asyncio.timeout_at
+class _Timers:
+    """Inside ``with``: the running loop's clock frozen at ``now``, and the timers armed on
+    it (their due times and handles), whatever arms them: each ``call_at`` is one timer."""
 
-    def counted(when: float | None) -> asyncio.Timeout:
-        timers.append(0.0 if when is None else when)
-        return timeout_at(when)
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+        self.due: list[float] = []
+        self.handles: list[asyncio.TimerHandle] = []
+        self.callbacks: list[Any] = []
 
-    monkeypatch.setattr(asyncio, "timeout_at", counted)
-    settings = GatewaySettings()
+    def __enter__(self) -> _Timers:
+        loop: Any = asyncio.get_running_loop()
+        call_at = loop.call_at
+
+        def counted(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+            self.due.append(when)
+            self.callbacks.append(lambda: callback(*args))
+            self.handles.append(call_at(when, callback, *args, **kwargs))
+            return self.handles[-1]
+
+        # On the loop itself, and taken off before the test ends: the loop's own teardown
+        # must see its real clock.
+        loop.time, loop.call_at = (lambda: self.now), counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop: Any = asyncio.get_running_loop()
+        del loop.time, loop.call_at
+
+    def fire_last(self) -> None:
+        """The last timer armed is due now (its deadline passed): run it, as the loop would."""
+        handle = self.handles[-1]
+        assert not handle.cancelled()
+        handle.cancel()
+        self.callbacks[-1]()
+
+
+async def test_a_body_is_read_with_one_timer_and_no_read_past_its_declared_length() -> None:
+    # Pins the deadlines and the timers, not how they are armed (was a count of
+    # asyncio.timeout_at; intake now arms the loop's timer itself, see the next test).
+    settings = GatewaySettings(body_timeout=30.0, body_grace=5.0)
+    rate = settings.body_min_rate
     declared = Arriving([b'{"model":', b'"m"}', b""], length=13)
-    assert await intake.read_body(declared, settings) == b'{"model":"m"}'  # type: ignore[arg-type]
-    assert (declared.reads, len(timers)) == (2, 1)  # were 4 reads, each under its own timer
+    with _Timers(now=1000.0) as timers:
+        body = await intake.read_body(declared, settings)  # type: ignore[arg-type]
+    assert body == b'{"model":"m"}'
+    # One timer: the grace, moved on by the first 9 bytes at body_min_rate bytes/s (each
+    # move ends the timer it replaces), none after the declared length.
+    assert (declared.reads, timers.due) == (2, [1005.0, 1005 + 9 / rate])  # were 4 reads
+    assert all(handle.cancelled() for handle in timers.handles)  # none outlives the body
+    timers.due.clear()
     chunked = Arriving([b'{"model":', b'"m"}', b""], length=None)  # no length: to the end
-    assert await intake.read_body(chunked, settings) == b'{"model":"m"}'  # type: ignore[arg-type]
-    assert (chunked.reads, len(timers)) == (4, 2)
+    with timers:
+        body = await intake.read_body(chunked, settings)  # type: ignore[arg-type]
+    assert body == b'{"model":"m"}'
+    assert (chunked.reads, timers.due) == (4, [1005.0, *(1005 + k / rate for k in (9, 13, 13))])
+    assert all(handle.cancelled() for handle in timers.handles)
+
+
+async def test_a_body_read_runs_no_coroutine_but_its_own() -> None:
+    counted = _AllCoroutines()
+    sys.setprofile(counted)
+    try:
+        body = await intake.read_body(Arriving([b"{}"], length=2), GatewaySettings())  # type: ignore[arg-type]
+    finally:
+        sys.setprofile(None)
+    assert body == b"{}"
+    # Were also asyncio.Timeout.__aenter__ and __aexit__: ~18k instructions a request.
+    assert counted.names() == ["Arriving.__anext__", "_paced", "read_body"]
+
+
+class _Stalled(Arriving):
+    """A body whose second read never ends."""
+
+    async def __anext__(self) -> bytes:
+        if self.reads:
+            await asyncio.Event().wait()
+        return await super().__anext__()
+
+
+async def test_a_stalled_body_is_a_408_at_its_deadline() -> None:
+    settings = GatewaySettings(body_timeout=30.0, body_grace=5.0)
+    with _Timers(now=1000.0) as timers:
+        reading = asyncio.ensure_future(
+            intake.read_body(_Stalled([b"{", b"}"], length=2), settings)  # type: ignore[arg-type]
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert timers.due == [1005.0, 1005 + 1 / settings.body_min_rate]  # after the first byte
+        timers.fire_last()
+        with pytest.raises(BadRequest) as refused:
+            await reading
+    assert refused.value.status == 408 and "did not arrive within 30s" in str(refused.value)
+
+
+async def test_a_body_read_cancelled_from_outside_stays_cancelled() -> None:
+    # The client left while its body was read: the task's cancellation is not a 408, and
+    # the body's timer takes no cancellation that was not its own.
+    settings = GatewaySettings(body_timeout=30.0)
+    reading = asyncio.ensure_future(
+        intake.read_body(_Stalled([b"{", b"}"], length=2), settings)  # type: ignore[arg-type]
+    )
+    await asyncio.sleep(0)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    assert reading.cancelled()
+
+
+class _AllCoroutines:
+    """Every coroutine that ran while enabled (any module), by qualified name, sorted."""
+
+    def __init__(self) -> None:
+        self.frames: dict[int, FrameType] = {}
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code.co_flags & CO_COROUTINE:
+            self.frames.setdefault(id(frame), frame)
+
+    def names(self) -> list[str]:
+        return sorted(frame.f_code.co_qualname for frame in self.frames.values())
 
 
 class _Coroutines:
@@ -164,12 +267,13 @@ async def test_a_good_request_runs_no_coroutine_that_only_forwards() -> None:
         finally:
             sys.setprofile(None)
     names = counted.names()
-    # Were also Gateway.handle (awaiting the route's handler) and Model.run (awaiting the
-    # agent's run): coroutines that only passed the awaited value on.
+    # Were also Gateway.handle (awaiting the route's handler), Model.run (awaiting the
+    # agent's run) and Gateway._read_body (awaiting read_body): coroutines that only passed
+    # the awaited value on.
     assert "Gateway.handle" not in names and "Model.run" not in names, names
     adapter = "__rsgi__" if current_server() == "granian" else "_handle"
     ran = sorted(n.rpartition(".")[2] for n in names if "_sweep" not in n)
-    assert ran == sorted([adapter, "handle", "_read_body", "read_body", "_paced", "run_whole"])
+    assert ran == sorted([adapter, "handle", "read_body", "_paced", "run_whole"])
 
 
 class _Agent:
