@@ -21,6 +21,7 @@ from orchestrator.engine.deadlines import Watch, watched
 from orchestrator.engine.hedging import Hedging, check_hedged
 from orchestrator.engine.hooks import check_hooks, takes_four
 from orchestrator.engine.run import Run
+from orchestrator.engine.streaming import StreamRun
 from orchestrator.errors import FallbackError
 from orchestrator.keywords import KeywordChecked, provider_for_model
 from orchestrator.policy import Jitter, RetryPolicy, Strategy
@@ -32,7 +33,6 @@ from orchestrator.units import seconds_or_none
 
 if TYPE_CHECKING:
     from orchestrator.capacity import Budget
-    from orchestrator.engine.streaming import StreamRun
     from orchestrator.health import HealthStore, ProviderHealth
 
 __all__ = ["FallbackAgent", "FallbackError", "Result", "Attempt", "Stop"]
@@ -237,8 +237,6 @@ class FallbackAgent(KeywordChecked):
         holds the final :class:`Result` once the stream ends. ``progress``: also yield
         :data:`~orchestrator.PROGRESS` for each provider event without text (for relays).
         """
-        from orchestrator.engine.streaming import StreamRun
-
         mode = self.mid_stream if mid_stream is None else mid_stream
         if mode not in ("raise", "continue"):
             raise ValueError(f"mid_stream: {mode!r} is not one of raise, continue")
