@@ -49,7 +49,6 @@ __all__ = [
     "Watch",
     "Watched",
     "assemble",
-    "is_content",
     "watched",
 ]
 
@@ -89,11 +88,6 @@ class Watch:
         ft = seconds_or_none(first_token, f"{owner}.first_token_timeout")
         idle_s = seconds_or_none(idle, f"{owner}.idle_timeout")
         return None if ft is None and idle_s is None else cls(ft, idle_s)
-
-
-def is_content(item: object) -> bool:
-    """Whether a streamed item is content: a non-empty str or a tool-call delta."""
-    return isinstance(item, ToolCallDelta) or (isinstance(item, str) and item != "")
 
 
 def watched(provider: Any, default: Watch | None, clock: Clock) -> Any:
@@ -211,7 +205,8 @@ async def _assembled(
 ) -> Response:
     """:func:`assemble` and :meth:`Watched.assembled` in one loop (``watched``: under its
     deadlines), with no generator or coroutine of the engine between the provider and it
-    on each item, nor a call of its own per item (:func:`is_content` is written out)."""
+    on each item, nor a call of its own per item. Content, which claims a hedge and moves
+    the idle deadline, is a non-empty str or a tool-call delta."""
     chunks = 0
     deadline: float | None = None
     idle: float | None = None
