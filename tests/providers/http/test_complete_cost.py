@@ -11,9 +11,8 @@ import asyncio
 import json
 import math
 import os
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from enum import Enum
 from types import FrameType
 from typing import Any
@@ -26,6 +25,7 @@ from orchestrator.types import Request, Tool
 from providers import OpenAIChat
 from providers.http.transports import RawReply
 from providers.simulator import Fault, SimulatedServer
+from tests.profiling import profiled
 from tests.providers.http.test_http_matrix import make
 
 TRANSPORTS = ("aiohttp", "reqwest")
@@ -56,14 +56,8 @@ class _Counts:
                 self.transport_calls.add(frame.f_code.co_qualname)
 
 
-@contextmanager
-def counted() -> Iterator[_Counts]:
-    counts = _Counts()
-    sys.setprofile(counts)
-    try:
-        yield counts
-    finally:
-        sys.setprofile(None)
+def counted() -> AbstractContextManager[_Counts]:
+    return profiled(_Counts())
 
 
 async def _calls(provider: Any, request: Request, calls: int) -> _Counts:

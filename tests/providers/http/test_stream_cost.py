@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from inspect import CO_ASYNC_GENERATOR, CO_COROUTINE
 from types import CodeType, FrameType
 from typing import Any
@@ -20,6 +18,7 @@ import pytest
 import providers
 from orchestrator.types import Request
 from providers.simulator import Fault, SimulatedServer
+from tests.profiling import profiled
 from tests.providers.http.test_http_matrix import make
 
 ROUTES = (
@@ -64,14 +63,8 @@ class _Resumes:
         return sorted(c.co_qualname for c in self.counts if c.co_flags & CO_ASYNC_GENERATOR)
 
 
-@contextmanager
-def counted() -> Iterator[_Resumes]:
-    resumes = _Resumes()
-    sys.setprofile(resumes)
-    try:
-        yield resumes
-    finally:
-        sys.setprofile(None)
+def counted() -> AbstractContextManager[_Resumes]:
+    return profiled(_Resumes())
 
 
 async def _consume(provider: Any) -> int:
