@@ -21,13 +21,16 @@ _ROLES = ("user", "assistant", "system", "tool")
 
 
 def check_text(owner: str, text: str) -> None:
-    """Refuse text that is not valid Unicode: a lone surrogate cannot be sent as UTF-8.
+    """Refuse what is not a ``str`` (``TypeError``) and text that is not valid Unicode: a
+    lone surrogate cannot be sent as UTF-8.
 
     Lone surrogates are what Python makes of undecodable bytes (``surrogateescape``
     on argv, stdin or file names). Refusing them here, once, means no provider
     sends invalid UTF-8 or fails halfway through a chain; the caller decides
     how to decode (``errors="replace"`` is what the ``failover`` CLI does).
     """
+    if not isinstance(text, str):
+        raise TypeError(f"{owner}: expected str, got {type(text).__name__}")
     if text.isascii():  # O(1) in CPython: the common case costs nothing
         return
     try:
@@ -147,8 +150,6 @@ class Message:
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
             raise ValueError(f"Message.role: {self.role!r} is not one of {', '.join(_ROLES)}")
-        if not isinstance(self.content, str):
-            raise TypeError(f"Message.content: expected str, got {type(self.content).__name__}")
         check_text("Message.content", self.content)
         if self.tool_calls:
             calls = tuple(self.tool_calls)

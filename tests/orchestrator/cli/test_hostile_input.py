@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
+from enum import Enum
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,29 @@ from tests.conftest import hooks_module, write_chain
 )
 def test_lone_surrogates_are_refused_when_the_request_is_built(build: object) -> None:
     with pytest.raises(ValueError, match=r"lone surrogate U\+D[89A-F][0-9A-F]{2} at index \d+"):
+        build()  # type: ignore[operator]
+
+
+class _Lookalike(Enum):
+    """Not text, yet it answers ``isascii`` (found in review: a system prompt of this kind
+    reached orjson, which writes an Enum by its value, once a plain body skipped its proof)."""
+
+    A = "hi"
+
+    def isascii(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Request("ok", system=_Lookalike.A),
+        lambda: Request("ok", system=b"bytes"),
+        lambda: Message("user", _Lookalike.A),
+    ],
+)
+def test_text_that_is_not_a_str_is_refused_when_the_request_is_built(build: object) -> None:
+    with pytest.raises(TypeError, match=r"(Request\.system|Message\.content): expected str, got"):
         build()  # type: ignore[operator]
 
 
