@@ -66,6 +66,8 @@ MAX_TOKENS = 2**53
 def tokens(value: Any) -> int:
     """A token count from a reply (``None``/absent is 0); ``ValueError`` unless it is a
     whole number in ``0..MAX_TOKENS``, so costs computed from it stay finite."""
+    if type(value) is int and 0 <= value < MAX_TOKENS:
+        return value  # what a reply holds: taken as is, the common case
     count = int(value or 0)
     if not 0 <= count < MAX_TOKENS:
         raise ValueError(f"token count {str(count)[:20]} is out of range")
@@ -136,7 +138,7 @@ class ReplyReader:
         failure: InvalidOutput | None = None
         try:
             return read(data, *args, **kwargs)
-        except BAD_SHAPE as exc:  # what parsed() makes of it, without calling it a reply
+        except BAD_SHAPE as exc:  # what parsed() makes of it (invalid(): the rule), one frame less
             failure = self.invalid(exc)
         except InvalidOutput as error:
             self.bill(error, self._readable_usage(data))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.types import Usage
-from providers.http.shape import JSON_OBJECT, MAX_TOKENS, tokens
+from providers.http.shape import JSON_OBJECT, tokens
 
 __all__ = ["ANTHROPIC", "BEDROCK", "GEMINI", "OPENAI", "UsageFields", "usage_of"]
 
@@ -71,23 +71,15 @@ def usage_of(usage: Any, fields: UsageFields) -> Usage | None:
     if fields.read_path:
         read = _nested(usage, fields.read_path)
     else:
-        read = _count(usage, fields.cache_read) if fields.cache_read else 0
-    write = _count(usage, fields.cache_write) if fields.cache_write else 0
-    given = _count(usage, fields.input)
+        read = tokens(usage.get(fields.cache_read)) if fields.cache_read else 0
+    write = tokens(usage.get(fields.cache_write)) if fields.cache_write else 0
+    given = tokens(usage.get(fields.input))
     input_tokens = given if fields.input_includes_cache else given + read + write
-    output = _count(usage, fields.output)
+    output = tokens(usage.get(fields.output))
     if fields.thoughts:
-        output += _count(usage, fields.thoughts)
+        output += tokens(usage.get(fields.thoughts))
     read = min(read, input_tokens)  # never more cached than input: no negative cost
     return Usage(input_tokens, output, read, min(write, input_tokens - read))
-
-
-def _count(usage: Mapping[str, Any], key: str) -> int:
-    """The count at ``key`` (0 when it is absent)."""
-    value = usage.get(key)
-    if type(value) is int and 0 <= value < MAX_TOKENS:  # what a reply holds: taken as is
-        return value
-    return tokens(value)
 
 
 def _nested(usage: Mapping[str, Any], path: tuple[str, ...]) -> int:
