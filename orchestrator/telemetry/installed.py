@@ -54,10 +54,10 @@ def api() -> Any:
                 metrics.get_meter_provider,
                 _METER_ENV,
             )
-            if _direct(trace, "_TRACER_PROVIDER", _TRACER_ENV) and _direct(
+            direct = _direct(trace, "_TRACER_PROVIDER", _TRACER_ENV) and _direct(
                 metrics_internal, "_METER_PROVIDER", _METER_ENV
-            ):
-                _globals = (trace, metrics_internal)
+            )
+            _globals = (trace, metrics_internal) if direct else None
             _api = (trace, metrics, context)
     return _api or None
 

@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import opentelemetry
+import pytest
 import structlog
+from opentelemetry import metrics
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from orchestrator import FallbackAgent, Request, Response, Usage, events, telemetry
+from orchestrator.engine.run import Run
+from orchestrator.telemetry import installed, propagation
 from orchestrator.telemetry import names as n
 from tests.orchestrator.telemetry.conftest import uninstall
 from tests.profiling import profiled
@@ -92,3 +96,46 @@ def _points(reader: InMemoryMetricReader, name: str) -> list[Any]:
         if found(m)
         for p in m.data.data_points
     ]
+
+
+async def test_what_a_run_gets_follows_the_installed_providers(meter_with: Any) -> None:
+    agent = FallbackAgent([Vendor("gpt")], max_retries=0, hedge_after=None)
+    first, second = InMemoryMetricReader(), InMemoryMetricReader()
+    meter_with(first)
+    await agent.run("x")
+    meter_with(second)  # another provider: its own instruments, from the next run on
+    await agent.run("x")
+    await agent.run("x")
+    assert [p.count for p in _points(first, n.METRIC_DURATION)] == [1]
+    assert [p.count for p in _points(second, n.METRIC_DURATION)] == [2]
+    uninstall()
+    run = Run.start(agent, Request("x"), None, None)
+    assert run.log.trace is None  # no SDK now: no observer
+
+
+async def test_providers_named_by_the_environment_are_read_through_the_api(
+    meter_with: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = InMemoryMetricReader()
+    meter_with(reader)
+    monkeypatch.setenv("OTEL_PYTHON_METER_PROVIDER", "sdk_meter_provider")
+    for name in ("_read_tracer_provider", "_read_meter_provider", "_globals"):
+        monkeypatch.setattr(installed, name, getattr(installed, name))  # restored after
+    monkeypatch.setattr(installed, "_api", None)  # imported again: the variable is seen
+    assert installed.providers()[1] is metrics.get_meter_provider()
+    assert installed._globals is None  # read through the API's getter, not its global
+    await FallbackAgent([Vendor("gpt")], max_retries=0, hedge_after=None).run("x")
+    assert [p.count for p in _points(reader, n.METRIC_DURATION)] == [1]
+
+
+def test_the_context_is_read_through_the_api_when_it_is_not_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry import context
+
+    monkeypatch.setattr(context, "_RUNTIME_CONTEXT", object())  # another runtime context
+    monkeypatch.setattr(propagation, "_current", None)
+    try:
+        assert propagation._context_reader() is context.get_current
+    finally:
+        propagation._current = None  # found again, from the real runtime context
