@@ -22,8 +22,12 @@ def trace_headers(headers: Mapping[str, str]) -> Mapping[str, str]:
     one read of a context variable more while its context is empty (a gateway's call,
     most often: no span to send).
     """
-    current = _current or _context_reader()
-    if current is None or not current():
+    current = _current
+    if current is None:
+        if "opentelemetry.trace" not in sys.modules:
+            return headers
+        current = _context_reader()
+    if not current():
         return headers  # an empty context holds no span (get_current_span's own look-up)
     trace = sys.modules["opentelemetry.trace"]
     if not trace.get_current_span().get_span_context().is_valid:
@@ -35,13 +39,11 @@ def trace_headers(headers: Mapping[str, str]) -> Mapping[str, str]:
     return carrier
 
 
-def _context_reader() -> Callable[[], Any] | None:
-    """The reader of the current context, once OpenTelemetry is imported (``None`` before):
-    its context variable's own ``get`` when the runtime context is the API's default, one
-    ``ContextVar`` fixed when the API is imported; else the API's ``get_current``."""
+def _context_reader() -> Callable[[], Any]:
+    """The reader of the current context (OpenTelemetry imported): its context variable's
+    own ``get`` when the runtime context is the API's default, one ``ContextVar`` fixed
+    when the API is imported; else the API's ``get_current``."""
     global _current
-    if "opentelemetry.trace" not in sys.modules:
-        return None
     context = sys.modules["opentelemetry.context"]
     var = getattr(getattr(context, "_RUNTIME_CONTEXT", None), "_current_context", None)
     _current = var.get if isinstance(var, ContextVar) else context.get_current
