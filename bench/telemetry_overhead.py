@@ -40,6 +40,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from orchestrator import FallbackAgent, Request
 from orchestrator.telemetry import installed, spans
+from orchestrator.telemetry.instruments import instruments_of
 from providers import FunctionProvider, OpenAIChat
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -94,17 +95,15 @@ def api_mode(present: bool) -> Callable[[], None]:
 def sdk_mode(traces: bool, meters: bool) -> Callable[[], None]:
     def set_mode() -> None:
         installed._api = None
-        spans.tracer = installed.tracer if traces else _none  # type: ignore[assignment]
-        spans.instruments = _instruments if meters else _none  # type: ignore[assignment]
+        setattr(spans, "tracer_of", installed.tracer_of if traces else _none)  # noqa: B010
+        setattr(spans, "instruments_of", instruments_of if meters else _none)  # noqa: B010
+        spans._seen = (None, None, None, None)  # made again for the mode
 
     return set_mode
 
 
-def _none() -> Any:
+def _none(provider: Any = None) -> Any:
     return None
-
-
-_instruments = spans.instruments
 
 
 async def noop(request: Request) -> str:

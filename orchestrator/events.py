@@ -49,6 +49,21 @@ __all__ = [
 
 LOGGER_NAME = "orchestrator"
 _forced: bool | None = None
+
+
+class _Asking:
+    """Stands for structlog's configuration should a release no longer have it where read."""
+
+    @property
+    def is_configured(self) -> bool:
+        return structlog.is_configured()
+
+
+#: structlog's configuration, whose flag ``is_configured()`` returns: read directly, since
+#: every run asks twice (a call to read it costs more than the flag).
+_structlog: Any = getattr(getattr(structlog, "_config", None), "_CONFIG", None)
+if not isinstance(getattr(_structlog, "is_configured", None), bool):
+    _structlog = _Asking()
 _logger: Any = None
 #: The workflow step whose run emits: a context variable, so parallel steps (each its own
 #: task) on one agent keep their own label.
@@ -63,9 +78,7 @@ def enable(on: bool | None = True) -> None:
 
 def is_enabled() -> bool:
     """Whether events are emitted now."""
-    if _forced is not None:
-        return _forced
-    return structlog.is_configured()
+    return _structlog.is_configured if _forced is None else _forced
 
 
 @contextmanager
@@ -82,7 +95,7 @@ def enabled(on: bool = True) -> Iterator[None]:
 
 def emit(level: str, event: str, **fields: Any) -> None:
     """Emit one event at ``level`` (debug, info, warning, error) if events are on."""
-    if _forced is False or (_forced is None and not structlog.is_configured()):
+    if _forced is False or (_forced is None and not _structlog.is_configured):
         return
     global _logger
     if _logger is None:

@@ -44,7 +44,8 @@ class HistogramTally:
         #: Guards the points (``lock``: one shared with the other instruments, so that a
         #: caller recording into several at once takes it once).
         self._lock = lock if lock is not None else threading.Lock()
-        #: The label set's items -> [labels, bucket counts, count, sum, min, max].
+        #: The label set's items -> [labels, bucket counts, sum, min, max] (the count is the
+        #: buckets' sum, taken when collected: one addition a record fewer).
         self._points: dict[tuple[tuple[str, Any], ...], list[Any]] = {}
 
     def record(self, value: float, labels: Mapping[str, Any]) -> None:
@@ -59,7 +60,7 @@ class HistogramTally:
         point = self._points.get(key)
         if point is None:
             buckets = [0] * (len(self.bounds) + 1)
-            point = self._points[key] = [dict(labels), buckets, 0, 0, math.inf, -math.inf]
+            point = self._points[key] = [dict(labels), buckets, 0, math.inf, -math.inf]
         return point
 
     def metric(self, now: int) -> Any:
@@ -72,15 +73,14 @@ class HistogramTally:
         )
 
         with self._lock:
-            points = [
-                (p[0], list(p[1]), p[2], p[3], p[4], p[5]) for p in self._points.values() if p[2]
-            ]
-        if not points:
-            return None
+            points = [(p[0], list(p[1]), p[2], p[3], p[4]) for p in self._points.values()]
         data = [
             HistogramDataPoint(labels, self.start, now, count, total, buckets, self.bounds, lo, hi)
-            for labels, buckets, count, total, lo, hi in points
+            for labels, buckets, total, lo, hi in points
+            if (count := sum(buckets))  # a point made ahead shows once recorded
         ]
+        if not data:
+            return None
         histogram = Histogram(data, AggregationTemporality.CUMULATIVE)
         return Metric(self.name, self.description, self.unit, histogram)
 
@@ -88,12 +88,11 @@ class HistogramTally:
 def add(point: list[Any], bounds: tuple[float, ...], value: float) -> None:
     """One ``value`` into ``point`` (a :meth:`HistogramTally.point`; its lock held)."""
     point[1][bisect_left(bounds, value)] += 1  # the SDK's buckets: (bound[i-1], bound[i]]
-    point[2] += 1
-    point[3] += value
-    if value < point[4]:
+    point[2] += value
+    if value < point[3]:
+        point[3] = value
+    if value > point[4]:
         point[4] = value
-    if value > point[5]:
-        point[5] = value
 
 
 def attach(provider: Any, scope: str, tallies: Sequence[HistogramTally]) -> bool:

@@ -22,17 +22,22 @@ from typing import Any
 
 from orchestrator.telemetry.names import SCOPE
 
-__all__ = ["PerProvider", "api", "meter_provider", "tracer"]
+__all__ = ["PerProvider", "api", "meter_provider", "providers", "sdk_only", "tracer", "tracer_of"]
 
 _api: Any = None  # (trace, metrics, context) once imported; False when not importable
 _read_tracer_provider: Callable[[], Any] = lambda: None  # noqa: E731
 _read_meter_provider: Callable[[], Any] = lambda: None  # noqa: E731
+#: (opentelemetry.trace, the metrics API's _internal) when both providers are read from
+#: their globals (see _reader): :func:`providers` reads them without a call.
+_globals: tuple[Any, Any] | None = None
+#: The API's variables naming a provider to load (its getters then load it: read through them).
+_TRACER_ENV, _METER_ENV = "OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER"
 
 
 def api() -> Any:
     """``(opentelemetry.trace, opentelemetry.metrics, opentelemetry.context)``, or ``None``
     without the API."""
-    global _api, _read_tracer_provider, _read_meter_provider
+    global _api, _read_tracer_provider, _read_meter_provider, _globals
     if _api is None:
         try:
             from opentelemetry import context, metrics, trace
@@ -41,26 +46,38 @@ def api() -> Any:
             _api = False
         else:
             _read_tracer_provider = _reader(
-                trace, "_TRACER_PROVIDER", trace.get_tracer_provider, "OTEL_PYTHON_TRACER_PROVIDER"
+                trace, "_TRACER_PROVIDER", trace.get_tracer_provider, _TRACER_ENV
             )
             _read_meter_provider = _reader(
                 metrics_internal,
                 "_METER_PROVIDER",
                 metrics.get_meter_provider,
-                "OTEL_PYTHON_METER_PROVIDER",
+                _METER_ENV,
             )
+            direct = _direct(trace, "_TRACER_PROVIDER", _TRACER_ENV) and _direct(
+                metrics_internal, "_METER_PROVIDER", _METER_ENV
+            )
+            _globals = (trace, metrics_internal) if direct else None
             _api = (trace, metrics, context)
     return _api or None
 
 
+def _direct(module: Any, name: str, env: str) -> bool:
+    """Whether the installed provider can be read from ``module``'s global ``name``."""
+    return env not in os.environ and hasattr(module, name)
+
+
 def _reader(module: Any, name: str, getter: Callable[[], Any], env: str) -> Callable[[], Any]:
     """A reader of the installed provider (``None`` while none is), as cheap as it can be."""
-    if env in os.environ or not hasattr(module, name):
-        return lambda: _sdk_only(getter())
+    if not _direct(module, name, env):
+        return lambda: sdk_only(getter())
     return lambda: getattr(module, name)
 
 
-def _sdk_only(provider: object) -> Any:
+def sdk_only(provider: object) -> Any:
+    """``provider`` (a global provider as read) when it is an SDK's, else ``None``."""
+    if provider is None:
+        return None
     # The API package only defines no-op and proxy providers: any other is an SDK's.
     module = type(provider).__module__
     api_own = module.startswith("opentelemetry.trace") or module.startswith("opentelemetry.metrics")
@@ -93,14 +110,28 @@ _tracers = PerProvider()
 
 def tracer() -> Any:
     """The global provider's tracer, or ``None`` until an SDK tracer provider is installed."""
-    if not (_api or api()):  # every run asks: once imported, no call to learn it
+    if not (_api or api()):
         return None
-    provider = _read_tracer_provider()
+    return tracer_of(_read_tracer_provider())
+
+
+def tracer_of(provider: Any) -> Any:
+    """``provider``'s tracer (made once), or ``None`` unless it is an SDK's."""
     return None if provider is None else _tracers.get(provider, _sdk_tracer)
 
 
+def providers() -> tuple[Any, Any]:
+    """The global tracer and meter providers installed now (each ``None`` until one is set;
+    either may be the API's own no-op): one read of both, for a run to start with."""
+    if not (_api or api()):  # every run asks: once imported, no call to learn it
+        return None, None
+    if _globals is None:
+        return _read_tracer_provider(), _read_meter_provider()
+    return _globals[0]._TRACER_PROVIDER, _globals[1]._METER_PROVIDER
+
+
 def _sdk_tracer(provider: Any) -> Any:
-    return None if _sdk_only(provider) is None else provider.get_tracer(SCOPE)
+    return None if sdk_only(provider) is None else provider.get_tracer(SCOPE)
 
 
 #: The global meter provider last read, and what :func:`meter_provider` made of it.
@@ -116,6 +147,6 @@ def meter_provider() -> Any:
     read = _meter_read
     if provider is read[0]:  # every run asks: the answer changes only with the provider
         return read[1]
-    sdk = None if provider is None else _sdk_only(provider)
+    sdk = sdk_only(provider)
     _meter_read = (provider, sdk)
     return sdk

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.telemetry import names as n
 from orchestrator.telemetry.capacity import CapacityGauges
 from orchestrator.telemetry.histograms import HistogramTally, add, attach
-from orchestrator.telemetry.installed import PerProvider, api, meter_provider
+from orchestrator.telemetry.installed import PerProvider, api, meter_provider, sdk_only
 from orchestrator.telemetry.tallies import Tally
 
 if TYPE_CHECKING:
     from orchestrator.engine.agent import FallbackAgent
     from orchestrator.types import Usage
 
-__all__ = ["Instruments", "Series", "instruments"]
+__all__ = ["Instruments", "Series", "instruments", "instruments_of"]
 
 Attrs = Mapping[str, str | int]
 
@@ -94,21 +94,27 @@ class Instruments:
     def series(self, described: Any) -> Series | None:
         """The points a success on ``described`` (a child's label sets) records into, found
         once and kept on it; ``None`` when the histograms are the SDK's own."""
-        bound = described.bound
-        if bound[0] is self:
-            found: Series = bound[1]
-            return found
         if not self.tallied:
             return None
         with self.lock:
             series = Series(self, described)
-        bound[:] = (self, series)
+        described.bound[:] = (self, series)
         return series
 
     def succeeded(
-        self, series: Series, duration: float, first: float | None, usage: Usage | None, cost: float
-    ) -> None:
-        """One successful attempt of ``series``: every metric of it, under one lock."""
+        self,
+        described: Any,
+        duration: float,
+        first: float | None,
+        usage: Usage | None,
+        cost: float,
+    ) -> bool:
+        """One successful attempt on ``described``: every metric of it, under one lock, into
+        its :meth:`series`; False, nothing recorded, when the histograms are the SDK's."""
+        bound = described.bound
+        series: Series | None = bound[1] if bound[0] is self else self.series(described)
+        if series is None:
+            return False
         with self.lock:
             add(series.duration, series.time_bounds, duration)
             if first is not None:
@@ -121,6 +127,7 @@ class Instruments:
             if cost:
                 counted = series.cost
                 counted[1] = cost if counted[1] is None else counted[1] + cost
+        return True
 
     def fallback(self, frm: str, to: str, reason: str) -> None:
         """One hand-over from ``frm`` to ``to``."""
@@ -129,10 +136,9 @@ class Instruments:
     def watch(self, agent: FallbackAgent) -> None:
         """Report ``agent``'s circuits in ``failover.circuit.state`` and its capacity store's
         limiters and budgets in ``failover.capacity.used`` and ``failover.budget.spent``."""
-        if agent.watched_by is not self:  # every run asks: a WeakSet look-up makes a weakref
-            with _lock:
-                self.watched.add(agent)
-            agent.watched_by = self
+        with _lock:
+            self.watched.add(agent)
+        agent.watched_by = self  # so that the run observer need not ask again
 
     def _capacity_stores(self) -> list[Any]:
         """The capacity stores of the watched agents' health stores (those without one
@@ -219,9 +225,18 @@ _instruments = PerProvider()
 def instruments() -> Instruments | None:
     """The instruments of the global meter provider, or ``None`` until an SDK one is installed."""
     provider = meter_provider()
-    if provider is None:
-        return None
-    made: Instruments = _instruments.get(provider, _made_for)
+    return None if provider is None else _made(provider)
+
+
+def instruments_of(provider: Any) -> Instruments | None:
+    """The instruments of ``provider`` (a global meter provider as read), or ``None`` unless
+    it is an SDK's."""
+    sdk = sdk_only(provider)
+    return None if sdk is None else _made(sdk)
+
+
+def _made(sdk: Any) -> Instruments:
+    made: Instruments = _instruments.get(sdk, _made_for)
     return made
 
 

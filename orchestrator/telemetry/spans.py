@@ -34,8 +34,8 @@ from orchestrator.telemetry.describe import (
     reply_name,
     span_name,
 )
-from orchestrator.telemetry.installed import api, tracer
-from orchestrator.telemetry.instruments import Instruments, instruments
+from orchestrator.telemetry.installed import api, providers, tracer_of
+from orchestrator.telemetry.instruments import Instruments, instruments_of
 
 if TYPE_CHECKING:
     from orchestrator.engine.run import Run
@@ -61,6 +61,7 @@ class Described:
 
 
 def _described(agent: Any, child: Any) -> Described:
+    """``child``'s :class:`Described`, made on its first attempt and kept on ``agent``."""
     cache: dict[str, Described] = agent.described
     found = cache.get(child.name)
     if found is None:
@@ -78,14 +79,32 @@ def _described(agent: Any, child: Any) -> Described:
 def observe(run: Run, parent: RunTrace | None) -> RunTrace | None:
     """The observer of ``run`` (``parent``: the outer run's, for a nested chain), or ``None``
     when neither an SDK tracer (with ``tracing`` on) nor an SDK meter provider is installed."""
+    tracing, metering = providers()  # every run asks: what was made changes with these only
+    seen = _seen
+    if tracing is not seen[0] or metering is not seen[1]:
+        seen = _made_for(tracing, metering)
+    spans, meters = seen[2], seen[3]
     agent = run.agent
-    spans = tracer() if agent.tracing else None
-    meters = instruments()
+    if not agent.tracing:
+        spans = None
     if spans is None and meters is None:
         return None
-    if meters is not None:
-        meters.watch(agent)
+    if meters is not None and agent.watched_by is not meters:
+        meters.watch(agent)  # once per agent: a WeakSet look-up makes a weakref
     return RunTrace(run, spans, meters, parent)
+
+
+#: The global providers last read, and the tracer and instruments made for them (``None``
+#: each unless an SDK's).
+_seen: tuple[object, object, Any, Instruments | None] = (None, None, None, None)
+
+
+def _made_for(tracers: object, meters: object) -> tuple[object, object, Any, Instruments | None]:
+    """The tracer and the instruments of these providers (as :func:`providers` read them),
+    kept for the next run."""
+    global _seen
+    _seen = (tracers, meters, tracer_of(tracers), instruments_of(meters))
+    return _seen
 
 
 class AttemptTrack:
@@ -110,8 +129,40 @@ class AttemptTrack:
     def ended(
         self, attempt: Attempt, response: Response | None, retry_after: float | None = None
     ) -> None:
-        """The attempt was recorded as ``attempt``; see :meth:`RunTrace.attempt_ended`."""
-        self.owner.attempt_ended(self, attempt, response, retry_after)
+        """The attempt was recorded as ``attempt``; a failed one waits for
+        :meth:`RunTrace.decided`."""
+        owner = self.owner
+        ok = attempt.error is None
+        meters = owner.meters
+        # The common case, a success outside a split's arm: recorded at once, counted too.
+        counted = (
+            ok
+            and meters is not None
+            and owner.run.arm is None
+            and meters.succeeded(
+                self.described,
+                attempt.duration,
+                self.first_chunk,
+                attempt.usage,
+                attempt.cost_usd or 0.0,
+            )
+        )
+        if not counted:
+            owner._record(self, attempt)
+        span = self.span
+        if span is not None:
+            attrs = _outcome_attributes(attempt, response, retry_after)
+            if ok:
+                attrs[n.DECISION] = "success"
+                if response is not None and owner.run.agent.capture_content:
+                    attrs[n.OUTPUT_MESSAGES] = output_messages(response)
+            else:
+                span.set_status(api()[0].StatusCode.ERROR, attrs[n.ERROR_TYPE])
+            span.set_attributes(attrs)
+        if ok:
+            owner._close(self, "success", counted)
+        else:
+            self.end_ns = time.time_ns()  # its span ends then, once the decision is known
 
 
 class RunTrace:
@@ -143,7 +194,7 @@ class RunTrace:
 
     def ended(self, result: Result | None, error: BaseException | None) -> None:
         """The run ended with ``result`` or raised ``error``: end every span it opened."""
-        for track in list(self.open):
+        for track in list(self.open) if self.open else ():
             if track.end_ns is None:  # cut short (cancelled, a hook raised): no outcome
                 self._cut_short(track, error)
             self._close(track, "stop")
@@ -187,13 +238,14 @@ class RunTrace:
         self, child: Any, number: int, request: Request, *, hedge: bool = False
     ) -> AttemptTrack:
         """Attempt ``number`` on ``child`` starts (``hedge``: it races an earlier one)."""
-        described = _described(self.run.agent, child)
+        agent = self.run.agent
+        described = agent.described.get(child.name) or _described(agent, child)
         span = None
         if self.tracer is not None:
             attrs: dict[str, Any] = {**described.attrs, n.ATTEMPT_NUMBER: number}
             if hedge:
                 attrs[n.HEDGE] = True
-            if self.run.agent.capture_content:
+            if agent.capture_content:
                 attrs[n.INPUT_MESSAGES] = input_messages(request)
                 if request.system:
                     attrs[n.SYSTEM_INSTRUCTIONS] = request.system[:8192]
@@ -205,7 +257,7 @@ class RunTrace:
         self.open.append(track)
         if self.meters is not None and hasattr(self.run.delivery, "on_chunk"):
             # The start is read only for what needs it: a stream's time to its first chunk.
-            track.started = self.run.agent.clock.now()
+            track.started = agent.clock.now()
             self.run.delivery.on_chunk = lambda: self._first_chunk(track)
         return track
 
@@ -228,23 +280,8 @@ class RunTrace:
         response: Response | None,
         retry_after: float | None = None,
     ) -> None:
-        """The attempt was recorded as ``attempt``; a failed one waits for :meth:`decided`."""
-        ok = attempt.error is None
-        counted = self._record(track, attempt, success=ok)
-        span = track.span
-        if span is not None:
-            attrs = _outcome_attributes(attempt, response, retry_after)
-            if ok:
-                attrs[n.DECISION] = "success"
-                if response is not None and self.run.agent.capture_content:
-                    attrs[n.OUTPUT_MESSAGES] = output_messages(response)
-            else:
-                span.set_status(api()[0].StatusCode.ERROR, attrs[n.ERROR_TYPE])
-            span.set_attributes(attrs)
-        if ok:
-            self._close(track, "success", counted)
-        else:
-            track.end_ns = time.time_ns()  # its span ends then, once the decision is known
+        """The attempt was recorded as ``attempt``: :meth:`AttemptTrack.ended`."""
+        track.ended(attempt, response, retry_after)
 
     def decided(self, attempt: Attempt, decision: str) -> None:
         """The engine decided what follows the failed ``attempt``: end its span."""
@@ -293,17 +330,13 @@ class RunTrace:
                 span.set_attribute(n.DECISION, decision)
             span.end(end_time=track.end_ns)
 
-    def _record(self, track: AttemptTrack, attempt: Attempt, success: bool = False) -> bool:
-        """The attempt's metrics; True when its count (a ``success``) was recorded too."""
+    def _record(self, track: AttemptTrack, attempt: Attempt) -> None:
+        """The attempt's metrics one by one (its count is :meth:`_close`'s): a failure, a lost
+        hedge, a split's arm, or the SDK's own histograms (see
+        :meth:`Instruments.succeeded`)."""
         meters = self.meters
         if meters is None:
-            return False
-        if success and self.run.arm is None:  # the common case: points found once
-            series = meters.series(track.described)
-            if series is not None:
-                cost = attempt.cost_usd or 0.0
-                meters.succeeded(series, attempt.duration, track.first_chunk, attempt.usage, cost)
-                return True
+            return
         labels = track.described.metric
         if attempt.error is not None:
             labels = {**labels, n.ERROR_TYPE: type(attempt.error).__name__}
@@ -317,7 +350,6 @@ class RunTrace:
             meters.tokens.record(usage.output_tokens, tokens_out)
         if attempt.cost_usd:
             meters.cost.add(attempt.cost_usd, track.described.metric)
-        return False
 
     def _cut_short(self, track: AttemptTrack, error: BaseException | None) -> None:
         """An attempt the run left without its outcome: its span says what cut it short."""
