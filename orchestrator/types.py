@@ -48,6 +48,10 @@ __all__ = [
 ]
 
 
+#: The metadata of a request given none: one read-only view, shared (nothing can change it).
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """What to ask: ``Request(prompt=...)`` or ``Request(messages=[...], system=...)``.
@@ -87,7 +91,7 @@ class Request:
         tools: Iterable[Tool | Mapping[str, Any]] = (),
         tool_choice: str | None = None,
     ) -> None:
-        msgs = to_messages(messages or ())
+        msgs = to_messages(messages) if messages else ()
         tool_list = to_tools(tools) if tools else ()  # most requests carry none
         if tool_choice is not None:
             if not tool_list:
@@ -116,7 +120,7 @@ class Request:
             tuple(stop),
             json_schema,
             schema_name,
-            MappingProxyType(dict(metadata or {})),
+            MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
             tool_list,
             tool_choice,
         )

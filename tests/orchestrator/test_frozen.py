@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import pickle
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,29 @@ def test_the_values_keep_their_behaviour() -> None:
     request = Request("ping", system="s", max_tokens=3, metadata={"k": 1})
     assert (request.prompt, request.system, request.max_tokens) == ("ping", "s", 3)
     assert dict(request.metadata) == {"k": 1} and pickle.loads(pickle.dumps(request)) == request
+
+
+def test_a_request_of_a_prompt_builds_no_metadata_and_converts_no_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import orchestrator.messages as messages_module
+    import orchestrator.types as types_module
+
+    converted: list[object] = []
+    real = messages_module.to_messages
+
+    def counted(messages: Any) -> tuple[Message, ...]:
+        converted.append(messages)
+        return real(messages)
+
+    monkeypatch.setattr(types_module, "to_messages", counted)
+    first, second = Request("ping"), Request("pong", metadata={})
+    # main: each built its own empty dict and view, and converted an empty messages list
+    assert first.metadata is second.metadata and dict(first.metadata) == {}
+    assert converted == []
+    with pytest.raises(TypeError):
+        first.metadata["k"] = 1  # type: ignore[index]
+    given = {"k": 1}
+    assert Request("x", metadata=given).metadata is not Request("x", metadata=given).metadata
+    assert len(Request(messages=[{"role": "user", "content": "hi"}]).messages) == 1
+    assert converted and Request("x", messages=[]).prompt == "x"
