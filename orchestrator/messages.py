@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.frozen import slot_init
 from orchestrator.keywords import not_a_tool_call
 
 __all__ = ["TOOL_CHOICES", "Message", "Tool", "ToolCall", "ToolCallDelta"]
@@ -133,6 +134,7 @@ class ToolCallDelta:
     arguments: str = ""
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One chat message: ``role`` is user, assistant, system or tool; ``content`` is text.

@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, runtime_checkable
 
 from typing_extensions import TypeVar
 
+from orchestrator.frozen import slot_filler, slot_init
 from orchestrator.messages import (
     TOOL_CHOICES,
     Message,
@@ -45,6 +46,10 @@ __all__ = [
     "ToolCallDelta",
     "Usage",
 ]
+
+
+#: The metadata of a request given none: one read-only view, shared (nothing can change it).
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,7 @@ class Request:
         tools: Iterable[Tool | Mapping[str, Any]] = (),
         tool_choice: str | None = None,
     ) -> None:
-        msgs = to_messages(messages or ())
+        msgs = to_messages(messages) if messages else ()
         tool_list = to_tools(tools) if tools else ()  # most requests carry none
         if tool_choice is not None:
             if not tool_list:
@@ -106,17 +111,19 @@ class Request:
             check_text("Request.system", system)
         if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
             raise ValueError(f"Request.max_tokens: {max_tokens!r} must be a positive int")
-        s = object.__setattr__
-        s(self, "messages", msgs)
-        s(self, "system", system)
-        s(self, "max_tokens", max_tokens)
-        s(self, "temperature", temperature)
-        s(self, "stop", tuple(stop))
-        s(self, "json_schema", json_schema)
-        s(self, "schema_name", schema_name)
-        s(self, "metadata", MappingProxyType(dict(metadata or {})))
-        s(self, "tools", tool_list)
-        s(self, "tool_choice", tool_choice)
+        _fill_request(
+            self,
+            msgs,
+            system,
+            max_tokens,
+            temperature,
+            tuple(stop),
+            json_schema,
+            schema_name,
+            MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
+            tool_list,
+            tool_choice,
+        )
 
     @property
     def prompt(self) -> str:
@@ -175,10 +182,15 @@ class Request:
         return f"Request(messages={len(self.messages)}, chars={chars})"
 
 
+#: Sets a Request's fields in order (its ``__init__`` validates them first).
+_fill_request = slot_filler(Request)
+
+
 def _rebuild_request(fields: dict[str, Any]) -> Request:
     return Request(**fields)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Response:
     """What a provider returns: the text, token usage, cost and the model that answered.
@@ -218,6 +230,7 @@ REASONS = frozenset(
 )
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One call to one provider: who, which try, when, how long, and how it ended.
@@ -254,6 +267,7 @@ class Attempt:
         return self.reason or "ok"
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Returned by ``before_fallback`` to end the run without calling the next child."""
@@ -266,6 +280,7 @@ class Stop:
 ValueT = TypeVar("ValueT", default=Any)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Result(Generic[ValueT]):
     """A successful run: the text, who answered, and every attempt (the winning one last).

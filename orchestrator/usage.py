@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.frozen import slot_init
+
 __all__ = ["Usage"]
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts reported by a provider.

@@ -161,6 +161,7 @@ def test_public_api_is_exactly_all() -> None:
         "journal",
         "routing",
         "capacity",
+        "frozen",
     }
     assert set(orchestrator.__all__) == public - {"annotations"} - (modules - {"errors"})
     import providers
