@@ -110,9 +110,7 @@ _tracers = PerProvider()
 
 def tracer() -> Any:
     """The global provider's tracer, or ``None`` until an SDK tracer provider is installed."""
-    if not (_api or api()):
-        return None
-    return tracer_of(_read_tracer_provider())
+    return tracer_of(providers()[0])
 
 
 def tracer_of(provider: Any) -> Any:
@@ -134,19 +132,7 @@ def _sdk_tracer(provider: Any) -> Any:
     return None if sdk_only(provider) is None else provider.get_tracer(SCOPE)
 
 
-#: The global meter provider last read, and what :func:`meter_provider` made of it.
-_meter_read: tuple[object, Any] = (None, None)
-
-
 def meter_provider() -> Any:
-    """The global meter provider, or ``None`` until an SDK meter provider is installed."""
-    global _meter_read
-    if not (_api or api()):
-        return None
-    provider = _read_meter_provider()
-    read = _meter_read
-    if provider is read[0]:  # every run asks: the answer changes only with the provider
-        return read[1]
-    sdk = sdk_only(provider)
-    _meter_read = (provider, sdk)
-    return sdk
+    """The global meter provider, or ``None`` until an SDK meter provider is installed
+    (a run reads it through :func:`providers`, keeping what it made of it)."""
+    return sdk_only(providers()[1])

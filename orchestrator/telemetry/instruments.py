@@ -224,18 +224,15 @@ _instruments = PerProvider()
 
 def instruments() -> Instruments | None:
     """The instruments of the global meter provider, or ``None`` until an SDK one is installed."""
-    provider = meter_provider()
-    return None if provider is None else _made(provider)
+    return instruments_of(meter_provider())
 
 
 def instruments_of(provider: Any) -> Instruments | None:
     """The instruments of ``provider`` (a global meter provider as read), or ``None`` unless
     it is an SDK's."""
     sdk = sdk_only(provider)
-    return None if sdk is None else _made(sdk)
-
-
-def _made(sdk: Any) -> Instruments:
+    if sdk is None:
+        return None
     made: Instruments = _instruments.get(sdk, _made_for)
     return made
 

@@ -6,7 +6,7 @@ and tells it where the run and each attempt start and end:
 
 - ``started`` / ``ended``: the run span ``failover {agent}``, a child of the
   current span (or, for a nested chain, of the outer run's span);
-- ``attempt_started`` / ``attempt_ended``: one CLIENT span per upstream
+- ``attempt_started``, then the returned track's ``ended``: one CLIENT span per upstream
   request, current while the provider is called (so HTTP providers send its
   ``traceparent``); a failed attempt's span stays open, ended at the time the
   attempt ended, until the engine ``decided`` what follows (retry, fallback,
@@ -272,16 +272,6 @@ class RunTrace:
             return await call
         finally:
             context.detach(token)
-
-    def attempt_ended(
-        self,
-        track: AttemptTrack,
-        attempt: Attempt,
-        response: Response | None,
-        retry_after: float | None = None,
-    ) -> None:
-        """The attempt was recorded as ``attempt``: :meth:`AttemptTrack.ended`."""
-        track.ended(attempt, response, retry_after)
 
     def decided(self, attempt: Attempt, decision: str) -> None:
         """The engine decided what follows the failed ``attempt``: end its span."""
