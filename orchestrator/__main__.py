@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # not typing's: importing typing before the try would be a window
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["main"]
 
 
@@ -26,11 +30,17 @@ def _unraisable(args: sys.UnraisableHookArgs) -> None:
         _previous_hook(args)
 
 
-def main() -> int:
-    """Run ``failover`` with ``sys.argv``; 130 (and one line) when interrupted anywhere."""
+def main(release: Callable[[], None] | None = None) -> int:
+    """Run ``failover`` with ``sys.argv``; 130 (and one line) when interrupted anywhere.
+
+    ``release`` runs first inside the ``try``: the console script's entry
+    (:mod:`orchestrator._entry`) puts its Ctrl-C handler back there and raises a Ctrl-C
+    it held while nothing of ours could catch it."""
     global _previous_hook
     _previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
+        if release is not None:
+            release()
         from orchestrator.cli import main as run
 
         code = run()

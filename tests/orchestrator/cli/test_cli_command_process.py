@@ -156,3 +156,39 @@ def test_sigint_at_any_moment_of_start_up_exits_quietly(tmp_path: Path) -> None:
             assert err.endswith("failover: interrupted\n")
         outcomes.append(code)
     assert outcomes.count(130) >= 6  # many signals land while it starts, not after it ended
+
+
+# What the script pip writes does between importing its entry and calling it, with a
+# Ctrl-C landing in between (the window the test above can only hit by chance).
+_CTRL_C_BEFORE_MAIN = (
+    "import os, signal, sys\n"
+    "sys.argv = ['failover', '--version']\n"
+    "from orchestrator._entry import main\n"
+    "os.kill(os.getpid(), signal.SIGINT)\n"
+    "sys.exit(main())\n"
+)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("preexec", "expected"),
+    [
+        (_sigint_default, (130, "", "failover: interrupted\n")),  # held, then raised in main
+        (_ignore_sigint, (0, "failover", "")),  # the parent's "ignore" still holds: it runs
+    ],
+)
+def test_a_ctrl_c_before_the_entry_runs_is_held_until_main_catches_it(
+    preexec: Callable[[], None], expected: tuple[int, str, str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_BEFORE_MAIN],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=preexec,
+    )
+    printed = done.stdout.rsplit(" ", 1)[0]  # "failover 1.2.3\n": the name, not the version
+    assert (done.returncode, printed, done.stderr) == expected
