@@ -42,6 +42,7 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -384,8 +385,30 @@ async def throughput(sim: Sim, chain: Path, seconds: float, flaky: bool) -> list
 SERVERS = ("aiohttp", "granian")
 
 
-async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[str, Any]:
-    """The issue-22 report (see the module docstring)."""
+def _per_round_ratios(runs: dict[str, list[dict[str, Any]]], rounds: int) -> dict[str, Any]:
+    """Each server's last run, with its req/s and CPU ratios to the aiohttp pass-through:
+    of that run alone, or (``rounds`` > 1) the medians of the per-round ratios."""
+    base = runs["aiohttp pass-through"]
+    rows: dict[str, dict[str, Any]] = {}
+    for name, measured in runs.items():
+        rps = [m["rps"] / b["rps"] for m, b in zip(measured, base, strict=True)]
+        cpu = [m["cpu_us"] / b["cpu_us"] for m, b in zip(measured, base, strict=True)]
+        rows[name] = {**measured[-1], "rps_vs_aiohttp_pass_through": statistics.median(rps),
+                      "cpu_vs_aiohttp_pass_through": statistics.median(cpu)}  # fmt: skip
+        if rounds > 1:
+            rows[name]["rounds_rps_vs"] = [round(x, 2) for x in rps]
+            rows[name]["rounds_cpu_vs"] = [round(x, 2) for x in cpu]
+    return rows
+
+
+async def servers(
+    sim: Sim, chain: Path, seconds: float, rate: float, rounds: int = 1
+) -> dict[str, Any]:
+    """The issue-22 report (see the module docstring). With ``rounds`` > 1 every server stays
+    up and each round measures them all in turn (the order rotated a place each round), so a
+    row's ratios to the aiohttp pass-through are taken within a round; the medians are the
+    figure (a shared machine's load moves the pass-through's own CPU per request by 1.3x
+    between runs minutes apart)."""
     sim.defaults({})
     starts = {
         "aiohttp pass-through": lambda: floor(sim),
@@ -395,18 +418,26 @@ async def servers(sim: Sim, chain: Path, seconds: float, rate: float) -> dict[st
             sim, reqwest_chain(chain), server="granian"
         ),
     }
-    rows: dict[str, dict[str, Any]] = {}
-    for name, start in starts.items():
-        server = start()
-        try:
-            rows[name] = await measure(server, 50, seconds, request_bytes())
-        finally:
+    names = list(starts)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    up: dict[str, Server] = {}
+    try:
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                server = up.get(name) or starts[name]()
+                try:
+                    runs[name].append(await measure(server, 50, seconds, request_bytes()))
+                finally:
+                    if rounds > 1:
+                        up[name] = server
+                    else:
+                        server.close()
+                prefix = f"round {r}: " if rounds > 1 else ""
+                print(" ", prefix + name, json.dumps(runs[name][-1], default=_round), flush=True)
+    finally:
+        for server in up.values():
             server.close()
-        print(" ", name, json.dumps(rows[name], default=_round), flush=True)
-    base = rows["aiohttp pass-through"]
-    for row in rows.values():
-        row["rps_vs_aiohttp_pass_through"] = row["rps"] / base["rps"]
-        row["cpu_vs_aiohttp_pass_through"] = row["cpu_us"] / base["cpu_us"]
+    rows = _per_round_ratios(runs, rounds)
     report: dict[str, Any] = {"throughput": rows, "sse direct": await sse(sim, chain, None)}
     for s in SERVERS:
         report[f"latency on {s}"] = await latency(sim, chain, seconds, rate, server=s)
@@ -636,7 +667,7 @@ async def main(args: argparse.Namespace) -> None:
     chain.write_text(CHAIN)
     try:
         runs = {
-            "servers": lambda: servers(sim, chain, args.seconds, args.rate),
+            "servers": lambda: servers(sim, chain, args.seconds, args.rate, args.rounds),
             "sse": lambda: sse_check(sim, chain),
             "interfaces": lambda: interfaces(args.seconds),
             "overhead": lambda: overhead(tmp, args.seconds),
@@ -665,6 +696,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--only", help="comma-separated scenarios")
+    parser.add_argument("--rounds", type=int, default=1, help="servers: interleaved rounds")
     parser.add_argument("--rate", type=float, default=1000.0, help="latency: requests/s")
     parser.add_argument("--server", choices=SERVERS, default="aiohttp", help="latency: the server")
     parser.add_argument("--floor", metavar="UPSTREAM", help=argparse.SUPPRESS)

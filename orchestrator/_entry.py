@@ -1,9 +1,9 @@
 """The ``failover`` console script's entry (``[project.scripts]``).
 
-The script pip writes imports this module, then compiles a regular expression for
-``sys.argv[0]`` and only then calls :func:`main`: a Ctrl-C in between would end in a
-traceback, as no ``try`` of ours runs yet (the console's own CPU is enough to land one
-there under load). So from this module's import until :func:`orchestrator.__main__.main`
+The script pip writes imports this module, then rewrites ``sys.argv[0]`` (older pips
+compile a regular expression for it) and only then calls :func:`main`: a Ctrl-C in
+between would end in a traceback, as no ``try`` of ours runs yet (under load one lands
+there). So from this module's import until :func:`orchestrator.__main__.main`
 enters its ``try``, a Ctrl-C is held, and raised there (exit 130, one line). A Ctrl-C the
 parent set to be ignored stays ignored.
 """
