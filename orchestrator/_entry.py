@@ -38,6 +38,7 @@ def _release() -> None:
     if _holding:
         signal.signal(signal.SIGINT, _previous)
     if _held:
+        _held.clear()  # raised once: a second main() in this process starts clean
         raise KeyboardInterrupt
 
 
