@@ -13,7 +13,8 @@ servers     the issue-22 report, one run: req/s, server CPU per request and p50/
             reqwest`` (50 connections, one worker pinned to CPU 0, metrics on);
             then per server the added p50/p99 at 1,000 req/s (open loop) over the simulator
             direct (and on granian with reqwest upstream), and 512 concurrent SSE streams
-            through one worker (stalls > 100 ms)
+            through one worker (stalls > 100 ms); ``--rounds N`` measures the five servers in
+            N interleaved rounds and reports the medians of the per-round ratios
 sse         the servers report's SSE check alone: 512 concurrent streams straight to the
             simulator, then through one worker on each server
 interfaces  granian's RSGI vs ASGI interface: each answering a fixed reply, 50 connections
@@ -706,6 +707,8 @@ if __name__ == "__main__":
         "--litellm", metavar="BIN", help="also measure this `litellm` proxy (its own venv)"
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.floor:
         run_floor(args.floor, args.port)
     elif args.trivial:
